@@ -1,0 +1,44 @@
+# hookwire — every target sets up what it needs on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+NODE_EXT := sample_extensions/node_echo
+
+.PHONY: setup proto proto-check test test-fast demo bench bench-quick node-deps clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+# The Node.js sample extension (written against proto/ without the SDK) needs @grpc/grpc-js.
+node-deps: $(NODE_EXT)/node_modules/.installed
+
+$(NODE_EXT)/node_modules/.installed: $(NODE_EXT)/package.json
+	@if command -v npm >/dev/null 2>&1; then \
+		cd $(NODE_EXT) && npm install --silent --no-audit --no-fund && touch node_modules/.installed; \
+	else echo "npm not found: the Node.js sample extension will be skipped"; fi
+
+proto: setup
+	$(PY) scripts/gen_proto.py
+
+proto-check: setup
+	$(PY) scripts/gen_proto.py --check
+
+test: setup node-deps proto-check
+	$(PY) -m pytest -q -p no:cacheprovider
+
+demo: setup node-deps
+	$(PY) -m host.cli demo
+
+bench: setup
+	$(PY) -m bench
+
+bench-quick: setup
+	$(PY) -m bench --quick
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info $(NODE_EXT)/node_modules

@@ -1,0 +1,20 @@
+"""Generated protobuf and gRPC modules for hookwire.v1 (do not edit: `make proto` writes them).
+
+    from extension_sdk.proto import extension_pb2, extension_pb2_grpc, host_bridge_pb2, host_bridge_pb2_grpc
+"""
+
+from . import extension_pb2, extension_pb2_grpc, host_bridge_pb2, host_bridge_pb2_grpc
+
+PROTOCOL_VERSION = "1"
+HANDSHAKE_MAGIC = "hookwire"
+TOKEN_METADATA_KEY = "x-hookwire-token"
+
+__all__ = [
+    "HANDSHAKE_MAGIC",
+    "PROTOCOL_VERSION",
+    "TOKEN_METADATA_KEY",
+    "extension_pb2",
+    "extension_pb2_grpc",
+    "host_bridge_pb2",
+    "host_bridge_pb2_grpc",
+]

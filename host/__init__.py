@@ -32,5 +32,40 @@ from ._snapshots import (
 )
 
 # -- exports added by later modules go below this line --
+from ._sandbox import LaunchPlan, SandboxMode, SandboxUnavailable, plan_launch, sandbox_capabilities  # noqa: E402
+from ._bridge import HostBridgeServer  # noqa: E402
+from ._extension_errors import (  # noqa: E402
+    ExtensionError,
+    ExtensionStartError,
+    ExtensionToolError,
+    ExtensionUnavailableError,
+    ExtensionUnloadedError,
+)
+from ._extension_manager import ExtensionInfo, ExtensionManager, ExtensionTool  # noqa: E402
+from ._scripted_model import SCRIPTED_MODEL, register_scripted_model  # noqa: E402
+from ._store import MessageStore, StoreError, StoreVersionError  # noqa: E402
+
+from ._agent import Agent  # noqa: E402
+from ._chat_errors import ChatStreamStallError, NestedTurnError, default_context_overflow_classifier  # noqa: E402
+from ._session import ContextBlock, Session  # noqa: E402
+from ._tools import Tool, ToolInputError, tool  # noqa: E402
+from ._turn_types import (  # noqa: E402
+    ChatErrorClassification,
+    ChatErrorContext,
+    ChatResponseResult,
+    Chunk,
+    ChunkContext,
+    PrepareStepContext,
+    StepConfig,
+    StepContext,
+    ToolCallContext,
+    ToolCallDecision,
+    ToolCallRecord,
+    ToolCallResultContext,
+    ToolResultRecord,
+    TurnConfig,
+    TurnContext,
+    Usage,
+)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,1 @@
+"""hookwire benchmarks: `python -m bench` (see bench/__main__.py)."""

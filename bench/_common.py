@@ -1,0 +1,207 @@
+"""Shared helpers for the benchmarks: sizes, statistics, fixture manifests, goals, baseline servers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from host import Manifest, parse_manifest  # noqa: E402
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+EXT_DIR = BENCH_DIR / "extensions"
+ALL_HOOKS = ("beforeTurn", "beforeToolCall", "afterToolCall", "onStepFinish", "onChunk")
+SandboxMode = Literal["off", "auto", "required"]
+
+
+@dataclass(frozen=True)
+class Config:
+    """How big each benchmark is. `quick` shrinks everything so the whole run stays well under a minute."""
+
+    quick: bool = False
+    sandbox: SandboxMode = "auto"  # ExtensionManager()'s default; recorded in the results
+    rounds: int = 0  # ABAB rounds per comparison; 0: the default for the mode
+
+    def n(self, full: int, quick: int) -> int:
+        return quick if self.quick else full
+
+    @property
+    def ab_rounds(self) -> int:
+        return self.rounds or (2 if self.quick else 6)
+
+
+@dataclass
+class Goal:
+    """A goal for one key: `op` is "<=" or ">=" (or "info" for a figure without a goal)."""
+
+    op: Literal["<=", ">=", "info"]
+    value: float | None = None
+    text: str = ""
+
+    def met(self, measured: Any) -> bool | None:
+        if self.op == "info" or self.value is None or not isinstance(measured, (int, float)):
+            return None
+        return measured <= self.value if self.op == "<=" else measured >= self.value
+
+    def describe(self) -> str:
+        if self.text:
+            return self.text
+        return "" if self.op == "info" else f"{self.op} {self.value:g}"
+
+
+GOALS: dict[str, Goal] = {
+    "hook_rtt_p50_us": Goal("info"),
+    "hook_rtt_p99_us": Goal("info"),
+    "echo_rtt_p50_us": Goal("info"),
+    "hook_vs_echo_ratio": Goal("<=", 1.0),
+    "chunks_per_s_1ext": Goal(">=", 50_000),
+    "chunks_per_s_5ext": Goal("info"),
+    "host_cpu_us_per_chunk_per_ext": Goal("<=", 10.0),
+    "streamed_turn_ratio_3ext": Goal("<=", 1.10),
+    "tool_rtt_p50_us": Goal("info"),
+    "mcp_tool_rtt_p50_us": Goal("info"),
+    "tool_vs_mcp_ratio": Goal("<=", 0.5),
+    "cold_start_p50_ms": Goal("<=", 150),
+    "cold_start_5_parallel_ms": Goal("<=", 400),
+    "idle_rss_mb": Goal("<=", 45),
+    "turn_overhead_ms_5ext": Goal("<=", 10),
+    "turn_overhead_ratio_5ext": Goal("info"),
+    "concurrent_turns_per_s": Goal("info"),
+    "concurrent_turn_p99_ms": Goal("info"),
+    "overhead_ms_by_ext_count": Goal("info", text="linear, no cliff"),
+}
+
+
+# -- statistics ----------------------------------------------------------------------------------
+
+
+def pct(samples: Sequence[float], q: float) -> float:
+    """The q-quantile (0..1) by nearest rank."""
+    if not samples:
+        return float("nan")
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, max(0, int(round(q * (len(ordered) - 1)))))]
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def rnd(value: float, digits: int = 2) -> float:
+    return round(float(value), digits)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Collect first, then keep the cyclic GC out of a timed block (both sides of a comparison get this)."""
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+async def abab(rounds: int, a: Callable[[], Awaitable[Any]], b: Callable[[], Awaitable[Any]]) -> tuple[list[Any], list[Any]]:
+    """Run baseline `a` and subject `b` alternately (A B B A A B ...) so machine noise hits both."""
+    ra: list[Any] = []
+    rb: list[Any] = []
+    for i in range(rounds):
+        order = (a, b) if i % 2 == 0 else (b, a)
+        for fn in order:
+            value = await fn()
+            (ra if fn is a else rb).append(value)
+    return ra, rb
+
+
+async def time_calls(n: int, call: Callable[[], Awaitable[Any]]) -> list[float]:
+    """Latency of `n` sequential awaited calls, in microseconds."""
+    out: list[float] = []
+    perf = time.perf_counter_ns
+    with gc_paused():
+        for _ in range(n):
+            t0 = perf()
+            await call()
+            out.append((perf() - t0) / 1000)
+    return out
+
+
+# -- fixtures --------------------------------------------------------------------------------------
+
+
+def bench_manifest(name: str, hooks: Sequence[str] = (), *, tool: bool = False, decisions: bool = False) -> Manifest:
+    """A manifest for bench/extensions/bench_ext.py serving no-op `hooks` (and the `add` tool)."""
+    data: dict[str, Any] = {
+        "name": name,
+        "version": "0.1.0",
+        "command": ["python", str(EXT_DIR / "bench_ext.py"), "--name", name, "--hooks", ",".join(hooks)]
+        + (["--tool"] if tool else []),
+        "cwd": str(REPO_ROOT),
+        "timeouts": {"startMs": 30_000},
+    }
+    if decisions:
+        data["hooks"] = {"beforeToolCall": {"decisions": True}}
+    return parse_manifest(data, source=f"<bench manifest {name}>")
+
+
+@contextlib.contextmanager
+def workdir(prefix: str = "hwb-") -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix=prefix, dir="/tmp") as tmp:
+        yield Path(tmp)
+
+
+@contextlib.asynccontextmanager
+async def line_server(argv: list[str], expect_prefix: str, timeout_s: float = 30.0) -> AsyncIterator[str]:
+    """Start a baseline server process, wait for its ready line (returned), stop it by closing stdin."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=str(REPO_ROOT)
+    )
+    try:
+        assert proc.stdout is not None
+        line = (await asyncio.wait_for(proc.stdout.readline(), timeout_s)).decode().strip()
+        if not line.startswith(expect_prefix):
+            raise RuntimeError(f"baseline server {argv[1:]} printed {line!r}, expected {expect_prefix!r}...")
+        yield line
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 5)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
+def python_argv(script: Path, *args: str) -> list[str]:
+    return [sys.executable, str(script), *args]
+
+
+def rss_mb(pid: int) -> float:
+    """VmRSS of a process from /proc/<pid>/status, in MB (MiB)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+@dataclass
+class Section:
+    """What one benchmark returns: its keys, plus notes (free text) and extra figures not in the key set."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,98 @@
+"""Cold start: spawn to ready (`load()` returns: handshake + Describe + Connect stream open), for one extension
+and for five in parallel (`load_all`), with the default sandbox mode and, alternated, with sandbox "off"
+(extra figures). Idle RSS: VmRSS from /proc/<pid>/status of a loaded extension after it settles.
+Also: the import cost of the extension process (`import extension_sdk` over a bare interpreter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+from host import ExtensionManager
+
+from ._common import ALL_HOOKS, REPO_ROOT, Config, Section, abab, bench_manifest, median, rnd, rss_mb
+
+NAME = "cold_start"
+
+
+async def _one(mgr: ExtensionManager, tag: str) -> float:
+    t0 = time.perf_counter()
+    await mgr.load(bench_manifest(tag, ALL_HOOKS, tool=True))
+    ms = (time.perf_counter() - t0) * 1000
+    await mgr.unload(tag)
+    return ms
+
+
+async def _five(mgr: ExtensionManager, tag: str) -> float:
+    names = [f"{tag}{i}" for i in range(5)]
+    t0 = time.perf_counter()
+    await mgr.load_all([bench_manifest(n, ALL_HOOKS, tool=True) for n in names])
+    ms = (time.perf_counter() - t0) * 1000
+    await asyncio.gather(*(mgr.unload(n) for n in names))
+    return ms
+
+
+def _import_ms(code: str, runs: int) -> float:
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=str(REPO_ROOT))
+        samples.append((time.perf_counter() - t0) * 1000)
+    return median(samples)
+
+
+async def run(cfg: Config) -> Section:
+    singles = cfg.n(5, 2)
+    fives = cfg.n(2, 1)
+    out = Section()
+    async with ExtensionManager(sandbox=cfg.sandbox) as mgr, ExtensionManager(sandbox="off") as off:
+        await _one(mgr, "warm")  # first load pays the sandbox probe and page cache; not counted
+        await _one(off, "warm")
+
+        async def a() -> list[float]:
+            return [await _one(off, "coldoff") for _ in range(singles)]
+
+        async def b() -> list[float]:
+            return [await _one(mgr, "cold") for _ in range(singles)]
+
+        ra, rb = await abab(cfg.ab_rounds, a, b)
+
+        async def a5() -> list[float]:
+            return [await _five(off, "fiveoff") for _ in range(fives)]
+
+        async def b5() -> list[float]:
+            return [await _five(mgr, "five") for _ in range(fives)]
+
+        ra5, rb5 = await abab(cfg.ab_rounds, a5, b5)
+
+        info = await mgr.load(bench_manifest("idle", ALL_HOOKS, tool=True))
+        await asyncio.sleep(0.5 if cfg.quick else 1.5)
+        assert info.pid is not None
+        idle = rss_mb(info.pid)
+        layers = info.sandbox
+        info_off = await off.load(bench_manifest("idleoff", ALL_HOOKS, tool=True))
+        await asyncio.sleep(0.5 if cfg.quick else 1.5)
+        assert info_off.pid is not None
+        idle_off = rss_mb(info_off.pid)
+    runs = cfg.n(5, 2)
+    bare = _import_ms("pass", runs)
+    sdk = _import_ms("import extension_sdk", runs)
+    grpc_only = _import_ms("import grpc, grpc.aio", runs)
+    out.values = {
+        "cold_start_p50_ms": rnd(median([x for r in rb for x in r]), 1),
+        "cold_start_5_parallel_ms": rnd(median([x for r in rb5 for x in r]), 1),
+        "idle_rss_mb": rnd(idle, 1),
+    }
+    out.extra = {
+        "cold_start_p50_ms_sandbox_off": rnd(median([x for r in ra for x in r]), 1),
+        "cold_start_5_parallel_ms_sandbox_off": rnd(median([x for r in ra5 for x in r]), 1),
+        "idle_rss_mb_sandbox_off": rnd(idle_off, 1),
+        "sandbox_layers": layers,
+        "python_startup_ms": rnd(bare, 1),
+        "import_grpc_ms": rnd(grpc_only - bare, 1),
+        "import_extension_sdk_ms": rnd(sdk - bare, 1),
+    }
+    return out

@@ -1,0 +1,30 @@
+"""hookwire extension SDK: write an extension as a few decorated Python functions.
+
+    from extension_sdk import Extension
+
+    ext = Extension("greeter", "1.0.0", description="Greets people")
+
+    @ext.tool(description="Greets someone",
+              parameters={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+    def greet(args, host):
+        return f"Hello, {args['name']}!"
+
+    @ext.hook("beforeTurn")
+    def tune(snapshot, host):
+        return {"maxSteps": 42}
+
+    if __name__ == "__main__":
+        ext.serve()
+
+Depends only on grpcio, grpcio-health-checking and protobuf. Generated protocol modules live in
+`extension_sdk.proto`.
+"""
+
+__version__ = "0.1.0"
+
+from ._convert import HOOK_NAMES
+from ._extension import Extension, HookDef, ToolDef
+from ._host_client import Host, HostError, SyncHost
+from ._serve import MAGIC_COOKIE
+
+__all__ = ["HOOK_NAMES", "MAGIC_COOKIE", "Extension", "HookDef", "Host", "HostError", "SyncHost", "ToolDef", "__version__"]

@@ -1,0 +1,442 @@
+"""The HostBridge gRPC server: what an extension may ask of its host, gated by its manifest.
+
+Every call is identified by its `x-hookwire-token` metadata (unknown -> UNAUTHENTICATED), checked against
+the calling extension's manifest permissions (not granted -> PERMISSION_DENIED naming the extension, the
+method and the manifest field that would grant it), routed to the session named by `session_id` (unknown ->
+NOT_FOUND) and audited: one line on logger "hookwire.audit" per call, allowed or not.
+
+Workspace paths are relative to the session's `workspace_root`; they are resolved (symlinks too) and refused
+when they leave the root (`..`, absolute paths, symlinks pointing out). Writes are capped at 16 MB, reads too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from extension_sdk.proto import TOKEN_METADATA_KEY, host_bridge_pb2, host_bridge_pb2_grpc
+
+from ._manifest import Manifest, sanitize_name
+from ._snapshots import SessionServices
+
+audit_logger = logging.getLogger("hookwire.audit")
+logger = logging.getLogger("hookwire.bridge")
+
+MAX_FILE_BYTES = 16 * 1024 * 1024
+_MAX_MESSAGE_BYTES = MAX_FILE_BYTES + 1024 * 1024
+
+_Resp = TypeVar("_Resp", bound=Message)
+
+
+class _Abort(Exception):
+    """Ends a call with a gRPC status; `outcome` is what the audit line says."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, outcome: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.outcome = outcome
+
+
+def _denied(message: str) -> _Abort:
+    return _Abort(grpc.StatusCode.PERMISSION_DENIED, message, "denied")
+
+
+class _Call:
+    """One bridge call in progress: who, what, on which session and target (for the audit line)."""
+
+    def __init__(self, method: str, session_id: str, target: str) -> None:
+        self.method = method
+        self.session_id = session_id
+        self.target = target
+        self.extension = "?"
+
+
+def _label_allowed(rule: list[str] | str, label: str, own_prefix: str) -> bool:
+    if rule == "all":
+        return True
+    if rule == "own":
+        return label == own_prefix or label.startswith(own_prefix + "_")
+    return label in rule
+
+
+class HostBridgeServer:
+    """Serves hookwire.v1.HostBridge on a Unix socket (mode 0600) for the registered extensions and sessions."""
+
+    def __init__(self, socket_path: Path) -> None:
+        self._socket_path = Path(socket_path).absolute()
+        self._extensions: dict[str, Manifest] = {}
+        self._sessions: dict[str, SessionServices] = {}
+        self._server: grpc.aio.Server | None = None
+
+    @property
+    def target(self) -> str:
+        return f"unix:{self._socket_path}"
+
+    @property
+    def socket_path(self) -> Path:
+        return self._socket_path
+
+    async def start(self) -> None:
+        if self._server is not None:
+            return
+        self._socket_path.parent.mkdir(parents=True, exist_ok=True)
+        if self._socket_path.exists() or self._socket_path.is_symlink():
+            self._socket_path.unlink()
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        host_bridge_pb2_grpc.add_HostBridgeServicer_to_server(_Servicer(self), server)
+        # Create the socket 0600 from the start (no window where others could connect).
+        old_umask = os.umask(0o177)
+        try:
+            server.add_insecure_port(self.target)
+            await server.start()
+        finally:
+            os.umask(old_umask)
+        os.chmod(self._socket_path, 0o600)
+        self._server = server
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop(grace=0.5)
+        try:
+            self._socket_path.unlink()
+        except FileNotFoundError:
+            pass
+
+    def register_extension(self, token: str, manifest: Manifest) -> None:
+        if not token:
+            raise ValueError(f"extension {manifest.name!r}: empty bridge token")
+        self._extensions[token] = manifest
+
+    def unregister_extension(self, token: str) -> None:
+        self._extensions.pop(token, None)
+
+    def register_session(self, session_id: str, services: SessionServices) -> None:
+        self._sessions[session_id] = services
+
+    def unregister_session(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _manifest_for(self, context: grpc.aio.ServicerContext) -> Manifest:
+        token = next((v for k, v in context.invocation_metadata() or () if k == TOKEN_METADATA_KEY), None)
+        if not token:
+            raise _Abort(grpc.StatusCode.UNAUTHENTICATED, f"missing {TOKEN_METADATA_KEY} metadata", "unauthenticated")
+        manifest = self._extensions.get(str(token))
+        if manifest is None:
+            raise _Abort(grpc.StatusCode.UNAUTHENTICATED, "unknown extension token", "unauthenticated")
+        return manifest
+
+    def _session(self, call: _Call) -> SessionServices:
+        services = self._sessions.get(call.session_id)
+        if services is None:
+            raise _Abort(
+                grpc.StatusCode.NOT_FOUND,
+                f"{call.method}: no session {call.session_id!r} is registered with this host",
+                "not_found",
+            )
+        return services
+
+    async def _run(
+        self,
+        call: _Call,
+        context: grpc.aio.ServicerContext,
+        check: Callable[[Manifest], str | None],
+        body: Callable[[Manifest, SessionServices], Awaitable[_Resp]],
+    ) -> _Resp:
+        """Authenticate, gate (`check` returns the granting field when denied), resolve the session, run, audit."""
+        outcome = "ok"
+        try:
+            manifest = self._manifest_for(context)
+            call.extension = manifest.name
+            missing_grant = check(manifest)
+            if missing_grant is not None:
+                raise _denied(
+                    f"extension {manifest.name!r} may not call {call.method}"
+                    + (f" on {call.target!r}" if call.target else "")
+                    + f": its manifest does not grant it (needs {missing_grant})"
+                )
+            services = self._session(call)
+            return await body(manifest, services)
+        except _Abort as exc:
+            outcome = f"{exc.outcome}: {exc.message}"
+            await context.abort(exc.code, exc.message)
+            raise AssertionError("unreachable")  # context.abort raises
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        except Exception as exc:
+            if isinstance(exc, grpc.aio.AbortError):
+                raise
+            outcome = f"error: {type(exc).__name__}: {exc}"
+            logger.exception("HostBridge %s for extension %r failed", call.method, call.extension)
+            await context.abort(grpc.StatusCode.INTERNAL, f"{call.method} failed: {type(exc).__name__}: {exc}")
+            raise AssertionError("unreachable")
+        finally:
+            level = logging.INFO if outcome == "ok" else logging.WARNING
+            audit_logger.log(
+                level,
+                "bridge extension=%s method=%s session=%s target=%s outcome=%s",
+                call.extension, call.method, call.session_id or "-", call.target or "-", outcome,
+                extra={"extension": call.extension, "method": call.method, "session_id": call.session_id,
+                       "target": call.target, "outcome": outcome},
+            )
+
+
+def _workspace_read(manifest: Manifest) -> str | None:
+    return None if manifest.permissions.workspace in ("read", "read-write") else "permissions.workspace: read"
+
+
+def _workspace_write(manifest: Manifest) -> str | None:
+    return None if manifest.permissions.workspace == "read-write" else "permissions.workspace: read-write"
+
+
+def _context_check(kind: str, label: str) -> Callable[[Manifest], str | None]:
+    def check(manifest: Manifest) -> str | None:
+        rule = getattr(manifest.permissions.context, kind)
+        if _label_allowed(rule, label, sanitize_name(manifest.name)):
+            return None
+        return f"permissions.context.{kind} listing {label!r}, or \"all\""
+    return check
+
+
+def _workspace_root(services: SessionServices, method: str) -> Path:
+    root = services.workspace_root
+    if root is None:
+        raise _Abort(grpc.StatusCode.FAILED_PRECONDITION, f"{method}: this session has no workspace", "no_workspace")
+    return Path(root).resolve()
+
+
+def _resolve(root: Path, relative: str, method: str, *, allow_root: bool, follow_last: bool = True) -> Path:
+    """`relative` inside `root`, symlinks resolved; PERMISSION_DENIED when it leaves the root."""
+    if "\x00" in relative:
+        raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method}: path contains a NUL byte", "invalid")
+    if relative.startswith("/") or Path(relative).is_absolute():
+        raise _denied(f"{method}: absolute path {relative!r} refused; paths are relative to the workspace root")
+    if not relative.strip() or relative.strip() == ".":
+        if allow_root:
+            return root
+        raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method}: a file path is required", "invalid")
+    joined = root / relative
+    if follow_last:
+        candidate = joined.resolve()
+    else:
+        candidate = joined.parent.resolve() / joined.name
+        if joined.name in ("..", "."):
+            candidate = candidate.resolve()
+    if candidate != root and root not in candidate.parents:
+        raise _denied(f"{method}: path {relative!r} escapes the workspace root")
+    if candidate == root and not allow_root:
+        raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method}: {relative!r} is the workspace root", "invalid")
+    return candidate
+
+
+def _rel(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+class _Servicer(host_bridge_pb2_grpc.HostBridgeServicer):
+    def __init__(self, bridge: HostBridgeServer) -> None:
+        self._bridge = bridge
+
+    # ------------------------------------------------------------------ workspace
+
+    async def ReadFile(self, request: host_bridge_pb2.ReadFileRequest, context: Any) -> host_bridge_pb2.ReadFileResponse:
+        call = _Call("ReadFile", request.session_id, request.path)
+
+        async def body(manifest: Manifest, services: SessionServices) -> host_bridge_pb2.ReadFileResponse:
+            root = _workspace_root(services, call.method)
+            path = _resolve(root, request.path, call.method, allow_root=False)
+            if not path.exists():
+                raise _Abort(grpc.StatusCode.NOT_FOUND, f"ReadFile: no file {request.path!r} in the workspace",
+                             "not_found")
+            if not path.is_file():
+                raise _Abort(grpc.StatusCode.FAILED_PRECONDITION, f"ReadFile: {request.path!r} is not a file",
+                             "not_a_file")
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise _Abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                             f"ReadFile: {request.path!r} is larger than {MAX_FILE_BYTES} bytes", "too_large")
+            return host_bridge_pb2.ReadFileResponse(content=await asyncio.to_thread(path.read_bytes))
+
+        return await self._bridge._run(call, context, _workspace_read, body)
+
+    async def ListFiles(
+        self, request: host_bridge_pb2.ListFilesRequest, context: Any
+    ) -> host_bridge_pb2.ListFilesResponse:
+        call = _Call("ListFiles", request.session_id, request.path or ".")
+
+        async def body(manifest: Manifest, services: SessionServices) -> host_bridge_pb2.ListFilesResponse:
+            root = _workspace_root(services, call.method)
+            directory = _resolve(root, request.path, call.method, allow_root=True)
+            if not directory.exists():
+                raise _Abort(grpc.StatusCode.NOT_FOUND, f"ListFiles: no directory {request.path!r}", "not_found")
+            if not directory.is_dir():
+                raise _Abort(grpc.StatusCode.FAILED_PRECONDITION, f"ListFiles: {request.path!r} is not a directory",
+                             "not_a_directory")
+
+            def scan() -> list[host_bridge_pb2.FileEntry]:
+                entries = []
+                with os.scandir(directory) as it:
+                    for entry in sorted(it, key=lambda e: e.name):
+                        st = entry.stat(follow_symlinks=False)
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                        entries.append(host_bridge_pb2.FileEntry(
+                            path=_rel(root, directory / entry.name), is_dir=is_dir, size=0 if is_dir else st.st_size
+                        ))
+                return entries
+
+            return host_bridge_pb2.ListFilesResponse(entries=await asyncio.to_thread(scan))
+
+        return await self._bridge._run(call, context, _workspace_read, body)
+
+    async def WriteFile(
+        self, request: host_bridge_pb2.WriteFileRequest, context: Any
+    ) -> host_bridge_pb2.WriteFileResponse:
+        call = _Call("WriteFile", request.session_id, request.path)
+
+        async def body(manifest: Manifest, services: SessionServices) -> host_bridge_pb2.WriteFileResponse:
+            root = _workspace_root(services, call.method)
+            path = _resolve(root, request.path, call.method, allow_root=False)
+            if len(request.content) > MAX_FILE_BYTES:
+                raise _Abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                             f"WriteFile: {len(request.content)} bytes exceed the {MAX_FILE_BYTES}-byte cap",
+                             "too_large")
+            if path.is_dir():
+                raise _Abort(grpc.StatusCode.FAILED_PRECONDITION, f"WriteFile: {request.path!r} is a directory",
+                             "is_directory")
+
+            def write() -> int:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if request.append and path.exists() and path.stat().st_size + len(request.content) > MAX_FILE_BYTES:
+                    raise _Abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                 f"WriteFile: appending would grow {request.path!r} past {MAX_FILE_BYTES} bytes",
+                                 "too_large")
+                flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if request.append else os.O_TRUNC)
+                fd = os.open(path, flags, 0o644)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(request.content)
+                return path.stat().st_size
+
+            return host_bridge_pb2.WriteFileResponse(size=await asyncio.to_thread(write))
+
+        return await self._bridge._run(call, context, _workspace_write, body)
+
+    async def DeleteFile(
+        self, request: host_bridge_pb2.DeleteFileRequest, context: Any
+    ) -> host_bridge_pb2.DeleteFileResponse:
+        call = _Call("DeleteFile", request.session_id, request.path)
+
+        async def body(manifest: Manifest, services: SessionServices) -> host_bridge_pb2.DeleteFileResponse:
+            root = _workspace_root(services, call.method)
+            # A symlink inside the workspace is removed itself, never its target.
+            path = _resolve(root, request.path, call.method, allow_root=False, follow_last=False)
+            if path.is_dir() and not path.is_symlink():
+                raise _Abort(grpc.StatusCode.FAILED_PRECONDITION,
+                             f"DeleteFile: {request.path!r} is a directory (only files can be deleted)",
+                             "is_directory")
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                return host_bridge_pb2.DeleteFileResponse(deleted=False)
+            return host_bridge_pb2.DeleteFileResponse(deleted=True)
+
+        return await self._bridge._run(call, context, _workspace_write, body)
+
+    # ------------------------------------------------------------------ messages, context, session
+
+    async def GetMessages(
+        self, request: host_bridge_pb2.GetMessagesRequest, context: Any
+    ) -> host_bridge_pb2.GetMessagesResponse:
+        call = _Call("GetMessages", request.session_id, "")
+
+        def check(manifest: Manifest) -> str | None:
+            return None if manifest.permissions.messages == "read" else "permissions.messages: read"
+
+        async def body(manifest: Manifest, services: SessionServices) -> host_bridge_pb2.GetMessagesResponse:
+            messages = await services.bridge_get_messages(int(request.limit))
+            return host_bridge_pb2.GetMessagesResponse(messages_json=json.dumps(messages, default=str))
+
+        return await self._bridge._run(call, context, check, body)
+
+    async def GetContext(
+        self, request: host_bridge_pb2.GetContextRequest, context: Any
+    ) -> host_bridge_pb2.GetContextResponse:
+        call = _Call("GetContext", request.session_id, request.label)
+
+        async def body(manifest: Manifest, services: SessionServices) -> host_bridge_pb2.GetContextResponse:
+            content = await services.bridge_get_context(request.label)
+            if content is None:
+                return host_bridge_pb2.GetContextResponse()
+            return host_bridge_pb2.GetContextResponse(content=content)
+
+        return await self._bridge._run(call, context, _context_check("read", request.label), body)
+
+    async def SetContext(
+        self, request: host_bridge_pb2.SetContextRequest, context: Any
+    ) -> host_bridge_pb2.SetContextResponse:
+        call = _Call("SetContext", request.session_id, request.label)
+
+        async def body(manifest: Manifest, services: SessionServices) -> host_bridge_pb2.SetContextResponse:
+            if not request.label:
+                raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, "SetContext: a label is required", "invalid")
+            await services.bridge_set_context(request.label, request.content, extension=manifest.name)
+            return host_bridge_pb2.SetContextResponse()
+
+        return await self._bridge._run(call, context, _context_check("write", request.label), body)
+
+    async def SendMessage(
+        self, request: host_bridge_pb2.SendMessageRequest, context: Any
+    ) -> host_bridge_pb2.SendMessageResponse:
+        call = _Call("SendMessage", request.session_id, request.role or "user")
+
+        def check(manifest: Manifest) -> str | None:
+            return None if manifest.permissions.session.send_message else "permissions.session.sendMessage: true"
+
+        async def body(manifest: Manifest, services: SessionServices) -> host_bridge_pb2.SendMessageResponse:
+            role = request.role or "user"
+            if role not in ("user", "assistant"):
+                raise _Abort(grpc.StatusCode.INVALID_ARGUMENT,
+                             f"SendMessage: role must be 'user' or 'assistant', not {role!r}", "invalid")
+            message_id = await services.bridge_send_message(request.text, role)
+            return host_bridge_pb2.SendMessageResponse(message_id=str(message_id))
+
+        return await self._bridge._run(call, context, check, body)
+
+    async def GetSessionInfo(
+        self, request: host_bridge_pb2.GetSessionInfoRequest, context: Any
+    ) -> host_bridge_pb2.GetSessionInfoResponse:
+        call = _Call("GetSessionInfo", request.session_id, "")
+
+        def check(manifest: Manifest) -> str | None:
+            return None if manifest.permissions.session.metadata else "permissions.session.metadata: true"
+
+        async def body(manifest: Manifest, services: SessionServices) -> host_bridge_pb2.GetSessionInfoResponse:
+            info = dict(await services.bridge_session_info())
+            session_id = info.pop("sessionId", info.pop("session_id", request.session_id))
+            count = info.pop("messageCount", info.pop("message_count", 0))
+            model_id = info.pop("modelId", info.pop("model_id", ""))
+            metadata = info.pop("metadata", None)
+            if metadata is None:
+                metadata = info
+            return host_bridge_pb2.GetSessionInfoResponse(
+                session_id=str(session_id), message_count=int(count or 0), model_id=str(model_id or ""),
+                metadata_json=json.dumps(metadata, default=str),
+            )
+
+        return await self._bridge._run(call, context, check, body)

@@ -1,0 +1,761 @@
+"""ExtensionManager: load, supervise and dispatch to out-of-process extensions.
+
+One manager owns a private runtime dir (0700) holding the extensions' sockets and scratch dirs. Each
+extension is started with a scrubbed environment in its own process group (through host._sandbox's
+launch plan), handshakes, is described, then receives hooks in load order. Failures of an extension
+(exceptions, RPC errors, timeouts, invalid values) are logged and traced, never raised to the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import grpc
+from extension_sdk.proto import PROTOCOL_VERSION, extension_pb2 as pb
+
+from ._extension_connection import ExtensionConnection
+from ._extension_errors import (
+    ExtensionError,
+    ExtensionStartError,
+    ExtensionToolError,
+    ExtensionUnavailableError,
+    ExtensionUnloadedError,
+)
+from ._extension_process import ExtensionProcess
+from ._extension_state import ExtensionInfo, ExtensionTool, _Ext, tls_credentials
+from ._manifest import HOOK_NAMES, Manifest, load_manifest
+from ._snapshots import (
+    CallContext,
+    ChunkSnapshot,
+    ExtensionDecision,
+    MergedTurnPatch,
+    SessionServices,
+    StepSnapshot,
+    ToolCallSnapshot,
+    ToolResultSnapshot,
+    TraceEvent,
+    TurnPatch,
+    TurnSnapshot,
+)
+from ._wire_convert import (
+    camel,
+    chunk_to_observation,
+    context_to_proto,
+    decision_from_proto,
+    patch_from_proto,
+    step_to_proto,
+    to_json,
+    tool_call_to_proto,
+    tool_result_to_proto,
+    turn_to_proto,
+)
+
+log = logging.getLogger("hookwire.extensions")
+
+SandboxMode = Literal["off", "auto", "required"]
+MAGIC_COOKIE = "hookwire-extension-v1"
+_PASSTHROUGH_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+_MAX_SOCKET_PATH = 100
+
+
+class ExtensionManager:
+    """Loads extension manifests, supervises their processes and dispatches hooks and tools to them."""
+
+    def __init__(self, *, sandbox: SandboxMode = "auto", runtime_dir: Path | None = None) -> None:
+        self._sandbox_mode: SandboxMode = sandbox
+        self._runtime_parent = runtime_dir
+        self._runtime: Path | None = None
+        self._exts: dict[str, _Ext] = {}
+        self._unloaded: set[str] = set()  # tool prefixes of unloaded extensions
+        self._tool_index: dict[str, tuple[_Ext, str]] = {}
+        self._sub_cache: dict[str, list[_Ext]] = {}
+        self._listeners: list[Callable[[TraceEvent], None]] = []
+        self._bridge: Any = None
+        self._bridge_lock = asyncio.Lock()
+        self._sessions: dict[str, SessionServices] = {}
+        self._closed = False
+
+    async def __aenter__(self) -> ExtensionManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- runtime dir ---------------------------------------------------------------------------
+
+    def _runtime_dir(self) -> Path:
+        if self._runtime is None:
+            parent = str(self._runtime_parent) if self._runtime_parent is not None else None
+            if parent is None and len(tempfile.gettempdir()) > 40:
+                parent = "/tmp"
+            self._runtime = Path(tempfile.mkdtemp(prefix="hw-", dir=parent))
+            os.chmod(self._runtime, 0o700)
+        return self._runtime
+
+    # -- loading -------------------------------------------------------------------------------
+
+    async def load(self, manifest: str | Path | Manifest) -> ExtensionInfo:
+        """Validate a manifest, start its extension and wait until it serves. Raises ExtensionStartError."""
+        return (await self.load_all([manifest]))[0]
+
+    async def load_all(self, manifests: Sequence[str | Path | Manifest]) -> list[ExtensionInfo]:
+        """Load several extensions, started in parallel, kept in the given (load) order. All or nothing."""
+        if self._closed:
+            raise ExtensionError("the extension manager is closed")
+        parsed = [m if isinstance(m, Manifest) else load_manifest(m) for m in manifests]
+        exts: list[_Ext] = []
+        for m in parsed:
+            src = m.source or "<inline manifest>"
+            if m.name in self._exts or any(e.name == m.name for e in exts):
+                raise ExtensionStartError(
+                    f"extension {m.name!r} is already loaded (manifest {src})", extension=m.name, manifest=src
+                )
+            clash = [e.name for e in [*self._exts.values(), *exts] if e.prefix == m.tool_prefix]
+            if clash:
+                raise ExtensionStartError(
+                    f"extension {m.name!r} (manifest {src}): its tool namespace {m.tool_prefix!r} is already "
+                    f"used by the loaded extension {clash[0]!r}",
+                    extension=m.name,
+                    manifest=src,
+                )
+            exts.append(_Ext(m))
+        for ext in exts:
+            self._exts[ext.name] = ext
+            self._unloaded.discard(ext.prefix)
+        try:
+            results = await asyncio.gather(*(self._start(ext) for ext in exts), return_exceptions=True)
+        except BaseException:  # the caller was cancelled: nothing of this load may stay behind
+            await asyncio.shield(self._discard(exts))
+            raise
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await asyncio.shield(self._discard(exts))
+            raise errors[0]
+        for ext in exts:
+            log.info(
+                "loaded extension %r %s (pid %s): hooks %s, tools %s",
+                ext.name, ext.info().version, ext.proc.pid if ext.proc else "-", ext.hooks or "none",
+                list(ext.tools) or "none",
+            )
+        return [ext.info() for ext in exts]
+
+    async def _discard(self, exts: list[_Ext]) -> None:
+        """Stop and forget extensions whose load failed or was cancelled."""
+        await asyncio.gather(*(self._stop(ext) for ext in exts), return_exceptions=True)
+        for ext in exts:
+            if self._exts.get(ext.name) is ext:
+                del self._exts[ext.name]
+        self._changed()
+
+    def _env(self, ext: _Ext, socket_path: Path, scratch: Path, bridge_target: str | None) -> dict[str, str]:
+        env = {k: os.environ[k] for k in _PASSTHROUGH_ENV if k in os.environ}
+        for k in ext.manifest.env:
+            if k in os.environ:
+                env[k] = os.environ[k]
+        env.update(
+            HOOKWIRE_SOCKET=str(socket_path),
+            HOOKWIRE_TOKEN=ext.token,
+            HOOKWIRE_MAGIC_COOKIE=MAGIC_COOKIE,
+            HOOKWIRE_EXTENSION_NAME=ext.name,
+            HOOKWIRE_SCRATCH_DIR=str(scratch),
+        )
+        if bridge_target:
+            env["HOOKWIRE_HOST_ADDRESS"] = bridge_target
+        return env
+
+    def _plan(self, ext: _Ext, command: list[str], env: dict[str, str], scratch: Path) -> tuple[list[str], dict[str, str]]:
+        """The launch argv/env through host._sandbox (when present)."""
+        if importlib.util.find_spec("host._sandbox") is None:
+            return command, env
+        from . import _sandbox
+
+        try:
+            plan = _sandbox.plan_launch(
+                ext.manifest, command=command, env=env, scratch_dir=scratch, runtime_dir=self._runtime_dir(),
+                mode=self._sandbox_mode,
+            )
+        except _sandbox.SandboxUnavailable as exc:
+            raise ExtensionStartError(
+                f"extension {ext.name!r} (manifest {ext.manifest_file}): {exc}",
+                extension=ext.name, manifest=ext.manifest_file,
+            ) from None
+        ext.enforced, ext.missing = list(plan.enforced), list(plan.missing)
+        return list(plan.argv), dict(plan.env)
+
+    async def _bridge_target(self, ext: _Ext) -> str | None:
+        if not ext.manifest.permissions.grants_bridge():
+            return None
+        async with self._bridge_lock:
+            if self._bridge is None:
+                if importlib.util.find_spec("host._bridge") is None:
+                    raise ExtensionStartError(
+                        f"extension {ext.name!r} (manifest {ext.manifest_file}) is granted HostBridge permissions, "
+                        "but this host has no HostBridge server (host/_bridge.py is missing)",
+                        extension=ext.name, manifest=ext.manifest_file,
+                    )
+                from . import _bridge
+
+                bridge = _bridge.HostBridgeServer(self._runtime_dir() / "bridge.sock")
+                await bridge.start()
+                self._bridge = bridge
+                for sid, services in self._sessions.items():
+                    bridge.register_session(sid, services)
+            self._bridge.register_extension(ext.token, ext.manifest)
+            return str(self._bridge.target)
+
+    async def _start(self, ext: _Ext) -> None:
+        """Start (or restart) one extension: spawn, handshake, connect, Describe."""
+        m = ext.manifest
+        where = f"extension {ext.name!r} (manifest {ext.manifest_file})"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + m.timeouts.start_ms / 1000
+        ext.generation += 1
+        if m.endpoint is not None:
+            conn = ExtensionConnection(
+                ext.name, m.endpoint, ext.token, credentials=tls_credentials(m),
+                on_observation_error=lambda err, e=ext: self._observation_error(e, err),
+                observe_timeout_s=m.timeouts.hook_ms / 1000,
+            )
+        else:
+            runtime = self._runtime_dir()
+            if ext.scratch_dir is None:
+                scratch_root = runtime / "scratch"
+                scratch_root.mkdir(mode=0o700, exist_ok=True)
+                ext.scratch_dir = Path(tempfile.mkdtemp(prefix=f"{ext.prefix[:24]}-", dir=scratch_root))
+            sock = runtime / f"{ext.prefix[:24]}-{ext.generation}.sock"
+            if len(str(sock)) >= _MAX_SOCKET_PATH:
+                raise ExtensionStartError(
+                    f"{where}: socket path {sock} is too long for AF_UNIX (use a shorter runtime_dir)",
+                    extension=ext.name, manifest=ext.manifest_file,
+                )
+            for stale in (ext.socket_path, sock):
+                if stale is not None:
+                    with contextlib.suppress(FileNotFoundError):
+                        stale.unlink()
+            ext.socket_path = sock
+            assert m.command is not None
+            command = [sys.executable if c in ("python", "python3") and i == 0 else c for i, c in enumerate(m.command)]
+            env = self._env(ext, sock, ext.scratch_dir, await self._bridge_target(ext))
+            argv, env = self._plan(ext, command, env, ext.scratch_dir)
+            proc = await ExtensionProcess.spawn(
+                name=ext.name, manifest_file=ext.manifest_file, argv=argv, env=env, cwd=m.working_dir(),
+                start_timeout_s=m.timeouts.start_ms / 1000,
+            )
+            ext.proc = proc
+            if ext.stopping or self._closed:  # unloaded or closed while it was starting
+                await proc.terminate(0)
+                raise ExtensionStartError(f"{where}: the manager was closed while it started", extension=ext.name,
+                                          manifest=ext.manifest_file)
+            conn = ExtensionConnection(
+                ext.name, proc.target, ext.token,
+                on_observation_error=lambda err, e=ext: self._observation_error(e, err),
+                observe_timeout_s=m.timeouts.hook_ms / 1000,
+            )
+        try:
+            remaining = max(deadline - loop.time(), 0.5)
+            try:
+                desc = await conn.open(remaining)
+            except grpc.aio.AioRpcError as exc:
+                raise ExtensionStartError(
+                    f"{where}: Describe failed: {exc.code().name}: {exc.details()}",
+                    extension=ext.name, manifest=ext.manifest_file,
+                ) from None
+            if desc.protocol_version != PROTOCOL_VERSION:
+                raise ExtensionStartError(
+                    f"{where}: Describe reports protocol version {desc.protocol_version!r}; "
+                    f"this host speaks {PROTOCOL_VERSION!r}",
+                    extension=ext.name, manifest=ext.manifest_file,
+                )
+        except BaseException:
+            await conn.close()
+            if ext.proc is not None:
+                await ext.proc.terminate(0.2)
+            raise
+        if ext.stopping or self._closed:
+            await conn.close()
+            if ext.proc is not None:
+                await ext.proc.terminate(0)
+            raise ExtensionStartError(f"{where}: the manager was closed while it started", extension=ext.name,
+                                      manifest=ext.manifest_file)
+        self._adopt(ext, conn, desc)
+        if ext.proc is not None:
+            ext.watcher = asyncio.ensure_future(self._watch(ext, ext.proc))
+
+    def _adopt(self, ext: _Ext, conn: ExtensionConnection, desc: pb.DescribeResponse) -> None:
+        ext.describe = desc
+        ext.conn = conn
+        served = [h for h in desc.hooks if h in HOOK_NAMES]
+        unknown = [h for h in desc.hooks if h not in HOOK_NAMES]
+        if unknown:
+            log.warning("extension %r serves unknown hook(s) %s: ignored", ext.name, unknown)
+        for hook in ext.manifest.hooks:
+            if hook not in served:
+                log.warning(
+                    "extension %r: manifest %s has a policy for hook %r, which the extension does not serve",
+                    ext.name, ext.manifest_file, hook,
+                )
+        if desc.name and desc.name != ext.name:
+            log.info("extension %r describes itself as %r", ext.name, desc.name)
+        ext.hooks = served
+        ext.features = list(desc.features)
+        tools: dict[str, ExtensionTool] = {}
+        for spec in desc.tools:
+            try:
+                schema = json.loads(spec.input_schema_json) if spec.input_schema_json else {"type": "object"}
+                if not isinstance(schema, dict):
+                    raise ValueError("not an object")
+            except ValueError as exc:
+                log.warning("extension %r: tool %r has an invalid input schema (%s): skipped", ext.name, spec.name, exc)
+                continue
+            full = f"{ext.prefix}_{spec.name}"
+            tools[full] = ExtensionTool(
+                name=full,
+                description=f"[{ext.name}] {spec.description}".rstrip(),
+                input_schema=schema,
+                streaming=spec.streaming,
+                extension=ext.name,
+                tool=spec.name,
+            )
+        ext.tools = tools
+        ext.state = "running"
+        self._changed()
+
+    def _changed(self) -> None:
+        self._sub_cache = {}
+        self._tool_index = {
+            full: (ext, tool.tool) for ext in self._exts.values() for full, tool in ext.tools.items()
+        }
+
+    # -- supervision ---------------------------------------------------------------------------
+
+    async def _watch(self, ext: _Ext, proc: ExtensionProcess) -> None:
+        code = await proc.wait()
+        if ext.stopping or ext.proc is not proc or self._closed:
+            return
+        await self._crashed(ext, f"exited with code {code}", proc.stderr_tail())
+
+    async def _crashed(self, ext: _Ext, why: str, tail: list[str]) -> None:
+        conn, ext.conn = ext.conn, None
+        if conn is not None:
+            ext.dropped_base += conn.dropped
+            await conn.close()
+        if ext.proc is not None:
+            await ext.proc.terminate(0)  # reap what is left of the process group
+        delay = ext.policy.record_crash()
+        tail_text = ("; last stderr lines: " + " | ".join(tail[-5:])) if tail else ""
+        if delay is None:
+            ext.state = "quarantined"
+            self._changed()
+            log.error(
+                "extension %r %s; quarantined after %d crashes within %gs (restart.maxCrashes)%s",
+                ext.name, why, ext.manifest.restart.max_crashes, ext.manifest.restart.window_seconds, tail_text,
+            )
+            self._trace("lifecycle", ext.name, "error", detail=f"{why}; quarantined")
+            return
+        ext.state = "restarting"
+        self._changed()
+        log.warning("extension %r %s; restarting in %.0f ms%s", ext.name, why, delay * 1000, tail_text)
+        self._trace("lifecycle", ext.name, "error", detail=f"{why}; restarting")
+        ext.restarter = asyncio.ensure_future(self._restart_later(ext, delay))
+
+    async def _restart_later(self, ext: _Ext, delay: float) -> None:
+        await asyncio.sleep(delay)
+        if ext.stopping or self._closed:
+            return
+        try:
+            await self._start(ext)
+        except ExtensionStartError as exc:
+            ext.proc = None
+            await self._crashed(ext, f"failed to restart: {exc}", [])
+            return
+        ext.restarts += 1
+        log.info("extension %r restarted (pid %s)", ext.name, ext.proc.pid if ext.proc else "-")
+
+    # -- unloading and closing -----------------------------------------------------------------
+
+    async def _stop(self, ext: _Ext) -> None:
+        ext.stopping = True
+        for task in (ext.restarter, ext.watcher):
+            if task is not None and not task.done() and task is not asyncio.current_task():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        conn, ext.conn = ext.conn, None
+        grace = ext.manifest.timeouts.shutdown_ms / 1000
+        try:
+            if conn is not None:
+                if ext.proc is not None and ext.proc.returncode is None:
+                    await conn.shutdown_rpc(ext.manifest.timeouts.shutdown_ms, timeout_s=min(max(grace / 2, 0.1), 1.0))
+                await conn.close()
+        finally:
+            if ext.proc is not None:
+                await ext.proc.terminate(grace)
+            if self._bridge is not None:
+                with contextlib.suppress(Exception):
+                    self._bridge.unregister_extension(ext.token)
+            ext.state = "stopped"
+
+    async def unload(self, name: str) -> bool:
+        """Stop and forget an extension. False when no extension of that name is loaded."""
+        ext = self._exts.pop(name, None)
+        if ext is None:
+            return False
+        self._unloaded.add(ext.prefix)
+        self._changed()
+        await asyncio.shield(self._stop(ext))
+        if ext.scratch_dir is not None:
+            shutil.rmtree(ext.scratch_dir, ignore_errors=True)
+        log.info("unloaded extension %r", name)
+        return True
+
+    async def close(self) -> None:
+        """Stop every extension (Shutdown, SIGTERM, SIGKILL of its process group) and the HostBridge.
+
+        Runs to completion even when the caller is cancelled (the cancellation is re-raised after).
+        """
+        task = asyncio.ensure_future(self._close())
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await asyncio.wait([task])
+            raise
+
+    async def _close(self) -> None:
+        self._closed = True
+        exts = list(self._exts.values())
+        self._exts.clear()
+        self._changed()
+        try:
+            await asyncio.gather(*(self._stop(ext) for ext in exts), return_exceptions=True)
+        finally:
+            if self._bridge is not None:
+                with contextlib.suppress(Exception):
+                    await self._bridge.stop()
+                self._bridge = None
+            if self._runtime is not None:
+                shutil.rmtree(self._runtime, ignore_errors=True)
+                self._runtime = None
+
+    # -- introspection -------------------------------------------------------------------------
+
+    def extensions(self) -> list[ExtensionInfo]:
+        return [ext.info() for ext in self._exts.values()]
+
+    def tool_names(self) -> list[str]:
+        return list(self._tool_index)
+
+    def tools(self) -> list[ExtensionTool]:
+        return [tool for ext in self._exts.values() for tool in ext.tools.values()]
+
+    def subscribers(self, hook: str) -> list[str]:
+        """Names of the loaded extensions serving `hook`, in load order."""
+        return [ext.name for ext in self._exts.values() if hook in ext.hooks]
+
+    def _subs(self, hook: str) -> list[_Ext]:
+        subs = self._sub_cache.get(hook)
+        if subs is None:
+            subs = [ext for ext in self._exts.values() if hook in ext.hooks]
+            self._sub_cache[hook] = subs
+        return subs
+
+    # -- tracing -------------------------------------------------------------------------------
+
+    def add_trace_listener(self, fn: Callable[[TraceEvent], None]) -> None:
+        self._listeners.append(fn)
+
+    def remove_trace_listener(self, fn: Callable[[TraceEvent], None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(fn)
+
+    def _trace(self, hook: str, ext: str, outcome: str, *, latency_ms: float = 0.0, detail: str = "",
+               context: CallContext | None = None) -> None:
+        if not self._listeners:
+            return
+        event = TraceEvent(
+            hook=hook, extension=ext, outcome=outcome, latency_ms=latency_ms, detail=detail,  # type: ignore[arg-type]
+            request_id=context.request_id if context is not None else "",
+        )
+        for fn in list(self._listeners):
+            try:
+                fn(event)
+            except Exception:  # noqa: BLE001 - a listener must not break dispatch
+                log.exception("trace listener %r failed", fn)
+
+    def _observation_error(self, ext: _Ext, err: pb.HookError) -> None:
+        log.warning("extension %r %s: %s: %s", ext.name, err.hook or "observation", err.name, err.message)
+        self._trace(err.hook or "observation", ext.name, "error", detail=f"{err.name}: {err.message}")
+
+    # -- awaited hooks -------------------------------------------------------------------------
+
+    async def _call(self, ext: _Ext, hook: str, frame: pb.HostFrame,
+                    context: CallContext | None) -> tuple[pb.ExtensionFrame | None, str, str, float]:
+        """(reply or None, outcome, detail, latency ms). Never raises (but CancelledError)."""
+        t0 = time.perf_counter()
+        conn = ext.conn
+        if conn is None or ext.state != "running":
+            return None, "error", f"extension is {ext.state}", 0.0
+        timeout = ext.manifest.hook_timeout_s(hook)
+        try:
+            reply = await conn.call(frame, timeout)
+        except TimeoutError:
+            ms = (time.perf_counter() - t0) * 1000
+            return None, "timeout", f"no reply within {timeout * 1000:.0f} ms", ms
+        except ExtensionUnavailableError as exc:
+            return None, "error", str(exc), (time.perf_counter() - t0) * 1000
+        except grpc.aio.AioRpcError as exc:
+            return None, "error", f"RPC failed: {exc.code().name}: {exc.details()}", (time.perf_counter() - t0) * 1000
+        return reply, "ok", "", (time.perf_counter() - t0) * 1000
+
+    async def before_turn(self, snapshot: TurnSnapshot, context: CallContext | None = None) -> MergedTurnPatch:
+        """Run beforeTurn on each subscriber in load order and merge the patches (last wins)."""
+        merged: dict[str, Any] = {}
+        provenance: dict[str, str] = {}
+        system = snapshot.system
+        tool_names = list(snapshot.tool_names)
+        ctx = context_to_proto(context)
+        for ext in list(self._subs("beforeTurn")):
+            if ext.state != "running":
+                self._trace("beforeTurn", ext.name, "skipped", detail=f"extension is {ext.state}", context=context)
+                continue
+            req = pb.BeforeTurnRequest(context=ctx, snapshot=turn_to_proto(snapshot, system, tool_names))
+            reply, outcome, detail, ms = await self._call(ext, "beforeTurn", pb.HostFrame(before_turn=req), context)
+            if reply is None:
+                self._hook_failed(ext, "beforeTurn", outcome, detail, ms, context)
+                continue
+            resp = reply.before_turn
+            if resp.HasField("error"):
+                e = resp.error
+                self._hook_failed(ext, "beforeTurn", "error", f"{e.name}: {e.message}", ms, context)
+                continue
+            problems_text = ""
+            if resp.HasField("config"):
+                values, problems = patch_from_proto(resp.config)
+                for p in problems:
+                    log.warning("extension %r beforeTurn: invalid field %s: %s (ignored)", ext.name, p.field, p.reason)
+                problems_text = "; ".join(f"invalid {p.field}: {p.reason}" for p in problems)
+                for key, value in values.items():
+                    if key in ("headers", "provider_options"):
+                        label = camel(key)
+                        merged.setdefault(key, {}).update(value)
+                        for sub in value:
+                            provenance[f"{label}.{sub}"] = ext.name
+                    else:
+                        merged[key] = value
+                        provenance[camel(key)] = ext.name
+                if "system" in values:
+                    system = values["system"]
+                if "active_tools" in values:
+                    tool_names = list(values["active_tools"])
+            self._trace("beforeTurn", ext.name, "error" if problems_text else "ok", latency_ms=ms,
+                        detail=problems_text, context=context)
+        return MergedTurnPatch(patch=TurnPatch.model_construct(**merged), provenance=provenance)
+
+    def _hook_failed(self, ext: _Ext, hook: str, outcome: str, detail: str, ms: float,
+                     context: CallContext | None) -> None:
+        log.warning("extension %r %s failed (%s): %s", ext.name, hook, outcome, detail)
+        self._trace(hook, ext.name, outcome, latency_ms=ms, detail=detail, context=context)
+
+    async def before_tool_call(
+        self, snapshot: ToolCallSnapshot, context: CallContext | None = None
+    ) -> ExtensionDecision | None:
+        """beforeToolCall: an observation for subscribers without `decisions`, awaited on the deciders.
+
+        Deny (block) wins, then the first substitute, then the first allow-with-input (load order).
+        """
+        subs = self._subs("beforeToolCall")
+        if not subs:
+            return None
+        snap = tool_call_to_proto(snapshot)
+        deciders = [ext for ext in subs if ext.deciders]
+        observers = [ext for ext in subs if not ext.deciders]
+        if observers:
+            obs = pb.Observation(before_tool_call=snap)
+            for ext in observers:
+                if ext.conn is not None:
+                    ext.conn.observe(context, context_to_proto, obs, False)
+        if not deciders:
+            return None
+        ctx = context_to_proto(context)
+        results = await asyncio.gather(*(self._decide(ext, ctx, snap, context) for ext in deciders))
+        for wanted in ("block", "substitute", "allow"):
+            for decision in results:
+                if decision is not None and decision.action == wanted:
+                    return decision
+        return None
+
+    async def _decide(self, ext: _Ext, ctx: pb.CallContext, snap: pb.ToolCallSnapshot,
+                      context: CallContext | None) -> ExtensionDecision | None:
+        hook = "beforeToolCall"
+        frame = pb.HostFrame(before_tool_call=pb.BeforeToolCallRequest(context=ctx, snapshot=snap, want_decision=True))
+        reply, outcome, detail, ms = await self._call(ext, hook, frame, context)
+        if reply is not None and reply.before_tool_call.HasField("error"):
+            e = reply.before_tool_call.error
+            reply, outcome, detail = None, "error", f"{e.name}: {e.message}"
+        if reply is None:
+            return self._decider_failed(ext, snap.tool_name, outcome, detail, ms, context)
+        resp = reply.before_tool_call
+        if not resp.HasField("decision"):
+            self._trace(hook, ext.name, "ok", latency_ms=ms, context=context)
+            return None
+        action, fields, problems = decision_from_proto(resp.decision)
+        for p in problems:
+            log.warning("extension %r beforeToolCall: invalid decision field %s: %s (ignored)", ext.name, p.field, p.reason)
+        if problems and action in (None, "allow") and "input" not in fields:
+            return self._decider_failed(ext, snap.tool_name, "error", "; ".join(str(p) for p in problems), ms, context)
+        if action == "block":
+            self._trace(hook, ext.name, "denied", latency_ms=ms, detail=fields.get("reason", ""), context=context)
+            return ExtensionDecision(action="block", reason=fields.get("reason") or f"blocked by extension {ext.name!r}",
+                                     extension=ext.name)
+        if action == "substitute":
+            self._trace(hook, ext.name, "ok", latency_ms=ms, detail="substitute", context=context)
+            return ExtensionDecision(action="substitute", output=fields["output"], reason=fields.get("reason"),
+                                     extension=ext.name)
+        self._trace(hook, ext.name, "ok", latency_ms=ms, context=context)
+        if action == "allow" and "input" in fields:
+            return ExtensionDecision(action="allow", input=fields["input"], has_input=True, extension=ext.name)
+        return None
+
+    def _decider_failed(self, ext: _Ext, tool: str, outcome: str, detail: str, ms: float,
+                        context: CallContext | None) -> ExtensionDecision | None:
+        hook = "beforeToolCall"
+        if ext.manifest.hook_policy(hook).failure == "closed":
+            reason = (f"tool call {tool!r} blocked: extension {ext.name!r} failed its beforeToolCall hook "
+                      f"({outcome}: {detail}) and its policy is failure: closed")
+            log.warning("%s", reason)
+            self._trace(hook, ext.name, "failed_closed", latency_ms=ms, detail=detail, context=context)
+            return ExtensionDecision(action="block", reason=reason, extension=ext.name, failed_closed=True)
+        log.warning("extension %r beforeToolCall failed (%s): %s; failing open", ext.name, outcome, detail)
+        self._trace(hook, ext.name, "failed_open", latency_ms=ms, detail=f"{outcome}: {detail}", context=context)
+        return None
+
+    # -- observations --------------------------------------------------------------------------
+
+    def after_tool_call(self, snapshot: ToolResultSnapshot, context: CallContext | None = None) -> None:
+        subs = self._subs("afterToolCall")
+        if subs:
+            obs = pb.Observation(after_tool_call=tool_result_to_proto(snapshot))
+            for ext in subs:
+                if ext.conn is not None:
+                    ext.conn.observe(context, context_to_proto, obs, False)
+
+    def on_step_finish(self, snapshot: StepSnapshot, context: CallContext | None = None) -> None:
+        subs = self._subs("onStepFinish")
+        if subs:
+            obs = pb.Observation(step_finish=step_to_proto(snapshot))
+            for ext in subs:
+                if ext.conn is not None:
+                    ext.conn.observe(context, context_to_proto, obs, False)
+
+    def on_chunk(self, snapshot: ChunkSnapshot, context: CallContext | None = None) -> None:
+        subs = self._subs("onChunk")
+        if subs:
+            obs = chunk_to_observation(snapshot)
+            for ext in subs:
+                conn = ext.conn
+                if conn is not None:
+                    conn.observe(context, context_to_proto, obs, True)
+
+    async def flush(self, context: CallContext | None = None) -> None:
+        """Wait until every extension handled the observations enqueued so far (bounded by hook deadlines)."""
+        waits = []
+        for ext in self._exts.values():
+            conn = ext.conn
+            if conn is not None:
+                waits.append(self._flush_one(ext, conn))
+        if waits:
+            await asyncio.gather(*waits)
+
+    async def _flush_one(self, ext: _Ext, conn: ExtensionConnection) -> None:
+        timeout = ext.manifest.timeouts.hook_ms / 1000
+        if not await conn.flush(timeout):
+            log.warning("extension %r: observations not acknowledged within %.0f ms", ext.name, timeout * 1000)
+            self._trace("flush", ext.name, "timeout", detail=f"not acknowledged within {timeout * 1000:.0f} ms")
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    async def execute_tool(
+        self,
+        name: str,
+        input: Any,
+        *,
+        context: CallContext | None = None,
+        tool_call_id: str = "",
+        on_preliminary: Callable[[Any], Any] | None = None,
+    ) -> Any:
+        """Run an extension tool by its namespaced name; the final output (JSON-decoded).
+
+        Raises ExtensionToolError (the tool failed), ExtensionUnloadedError, ExtensionUnavailableError.
+        """
+        entry = self._tool_index.get(name)
+        if entry is None:
+            for prefix in self._unloaded:
+                if name.startswith(prefix + "_"):
+                    raise ExtensionUnloadedError(
+                        f"tool {name!r}: its extension ({prefix}) has been unloaded", extension=prefix
+                    )
+            raise ExtensionToolError(f"no extension tool named {name!r}")
+        ext, tool = entry
+        conn = ext.conn
+        if conn is None or ext.state != "running":
+            raise ExtensionUnavailableError(
+                f"tool {name!r}: extension {ext.name!r} is {ext.state}", extension=ext.name
+            )
+        req = pb.ExecuteToolRequest(
+            context=context_to_proto(context), name=tool, input_json=to_json(input), tool_call_id=tool_call_id
+        )
+        t0 = time.perf_counter()
+        timeout = ext.manifest.timeouts.tool_ms / 1000
+        try:
+            result = await conn.execute_tool(req, timeout, on_preliminary)
+        except ExtensionToolError as exc:
+            self._trace(f"tool:{tool}", ext.name, "error", latency_ms=(time.perf_counter() - t0) * 1000,
+                        detail=str(exc), context=context)
+            raise
+        except grpc.aio.AioRpcError as exc:
+            ms = (time.perf_counter() - t0) * 1000
+            self._trace(f"tool:{tool}", ext.name, "error", latency_ms=ms, detail=str(exc.details()), context=context)
+            if self._exts.get(ext.name) is not ext:
+                raise ExtensionUnloadedError(
+                    f"tool {name!r}: extension {ext.name!r} has been unloaded", extension=ext.name
+                ) from None
+            code = exc.code()
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise ExtensionToolError(
+                    f"tool {name!r} of extension {ext.name!r} timed out after {timeout * 1000:.0f} ms",
+                    extension=ext.name,
+                ) from None
+            if code == grpc.StatusCode.UNAVAILABLE or ext.state != "running" or (
+                ext.state != "running" or ext.conn is not conn or (ext.proc is not None and ext.proc.returncode is not None)
+            ):
+                raise ExtensionUnavailableError(
+                    f"tool {name!r}: extension {ext.name!r} went away during the call", extension=ext.name
+                ) from None
+            raise ExtensionToolError(
+                f"tool {name!r} of extension {ext.name!r} failed: {code.name}: {exc.details()}", extension=ext.name
+            ) from None
+        self._trace(f"tool:{tool}", ext.name, "ok", latency_ms=(time.perf_counter() - t0) * 1000, context=context)
+        return result
+
+    # -- sessions (HostBridge) -----------------------------------------------------------------
+
+    def register_session(self, session_id: str, services: SessionServices) -> None:
+        self._sessions[session_id] = services
+        if self._bridge is not None:
+            self._bridge.register_session(session_id, services)
+
+    def unregister_session(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+        if self._bridge is not None:
+            self._bridge.unregister_session(session_id)

@@ -1,0 +1,234 @@
+"""Sandbox planning: which confinement layers an extension process gets, and the argv that applies them.
+
+`plan_launch` turns a manifest plus the sandbox mode into a `LaunchPlan`: the argv runs `host/_launcher.py`
+(a standalone stdlib script) which applies the layers in the child and then execs the extension's command.
+Every layer is named; `enforced` lists what the launcher will apply (it exits 125 with a message on stderr
+rather than run with less), `missing` lists what was wanted but this machine (or hookwire) cannot enforce.
+
+Layers:
+  rlimits          RLIMIT_AS = limits.memoryMb, RLIMIT_CPU = limits.cpuSeconds, RLIMIT_NOFILE = limits.openFiles
+  process_limit    limits.processes (tasks: threads count too) via a pids cgroup, or, for a non-root uid,
+                   RLIMIT_NPROC inside the user namespace. Root is exempt from RLIMIT_NPROC even inside a user
+                   namespace (the kernel checks the global uid), so as root only a pids cgroup holds.
+  user_namespace   a fresh user namespace mapping the uid onto itself: no capabilities in the host namespaces
+  net_namespace    permissions.network == []: a fresh network namespace (no interfaces up; Unix sockets on
+                   the filesystem, like the runtime dir's, still work)
+  network-allowlist  permissions.network lists hosts: per-host filtering needs a proxy, which hookwire does not
+                   have; never enforced. Mode auto leaves the network open and reports it missing.
+  no_new_privs     PR_SET_NO_NEW_PRIVS
+  landlock_fs      writes denied everywhere except scratch_dir, runtime_dir and /dev/null; reads and exec are
+                   allowed everywhere (Python needs its stdlib, venv and the extension's code). /tmp is NOT
+                   writable: TMPDIR is set to scratch_dir instead.
+  landlock_scope   Landlock ABI >= 6: no signals to processes outside the sandbox, no abstract Unix sockets
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ._manifest import Manifest, sanitize_name
+
+SandboxMode = Literal["off", "auto", "required"]
+
+LAUNCHER_PATH: Path = Path(__file__).resolve().with_name("_launcher.py")
+
+_NETWORK_ALLOWLIST = "network-allowlist"
+
+
+class LaunchPlan(BaseModel):
+    """How to start one extension process: argv/env for the spawn, and what the sandbox enforces."""
+
+    argv: list[str]
+    env: dict[str, str]
+    enforced: list[str] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list)
+    reasons: dict[str, str] = Field(default_factory=dict, description="missing layer -> why it is missing")
+
+
+class SandboxUnavailable(RuntimeError):
+    """Sandbox mode "required", but a layer the extension needs cannot be enforced here."""
+
+    def __init__(self, extension: str, layer: str, reason: str) -> None:
+        self.extension = extension
+        self.layer = layer
+        self.reason = reason
+        super().__init__(
+            f"extension {extension!r}: sandbox mode is 'required' but layer {layer!r} cannot be enforced: {reason}"
+        )
+
+
+class _ProcessLimitSpec(BaseModel):
+    mechanism: Literal["pids_cgroup", "rlimit_nproc"]
+    max: int
+    base: str | None = None
+
+
+class _LandlockSpec(BaseModel):
+    writable_dirs: list[str]
+    writable_files: list[str]
+    scope: bool
+
+
+class _LauncherSpec(BaseModel):
+    """The JSON the launcher reads (`--spec`)."""
+
+    extension: str
+    extension_id: str
+    rlimits: dict[str, int]
+    no_new_privs: bool
+    user_namespace: bool
+    net_namespace: bool
+    process_limit: _ProcessLimitSpec | None
+    landlock: _LandlockSpec | None
+
+
+def _unavailable(reason: str) -> dict[str, Any]:
+    return {"available": False, "detail": reason}
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> dict[str, Any]:
+    """Run the launcher's probe once per process (a throwaway child tries each layer)."""
+    base: dict[str, Any] = {"kernel": platform.release(), "machine": platform.machine(), "euid": os.geteuid()}
+    if sys.platform != "linux":
+        why = f"sandbox layers need Linux (this is {sys.platform})"
+        base["layers"] = {
+            name: _unavailable(why)
+            for name in ("landlock_fs", "landlock_scope", "pids_cgroup", "no_new_privs", "user_namespace",
+                         "net_namespace")
+        }
+        return base
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", str(LAUNCHER_PATH), "--probe"], capture_output=True, text=True, timeout=20
+        )
+        probed = json.loads(done.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        why = f"the sandbox probe failed: {exc}"
+        base["layers"] = {
+            name: _unavailable(why)
+            for name in ("landlock_fs", "landlock_scope", "pids_cgroup", "no_new_privs", "user_namespace",
+                         "net_namespace")
+        }
+        return base
+    return probed
+
+
+def sandbox_capabilities() -> dict[str, Any]:
+    """Which layers this machine can enforce (for `hookwire doctor`); probed once per process, cached.
+
+    Returns {"kernel", "machine", "euid", "launcher", "layers": {layer: {"available": bool, "detail": str}}}
+    with the plan-level layers (rlimits, process_limit, user_namespace, net_namespace, network-allowlist,
+    no_new_privs, landlock_fs, landlock_scope); process_limit's detail names its mechanism.
+    """
+    probed = _probe()
+    raw: dict[str, dict[str, Any]] = probed["layers"]
+    layers: dict[str, dict[str, Any]] = {}
+    linux = sys.platform == "linux"
+    layers["rlimits"] = (
+        {"available": True, "detail": "setrlimit AS, CPU, NOFILE"} if linux else _unavailable("not Linux")
+    )
+    pids = raw.get("pids_cgroup", _unavailable("not probed"))
+    userns = raw.get("user_namespace", _unavailable("not probed"))
+    if pids["available"]:
+        layers["process_limit"] = {"available": True, "detail": f"pids cgroup ({pids['detail']})",
+                                   "mechanism": "pids_cgroup", "base": pids.get("base")}
+    elif probed.get("euid") != 0 and userns["available"]:
+        layers["process_limit"] = {"available": True, "detail": "RLIMIT_NPROC inside the user namespace",
+                                   "mechanism": "rlimit_nproc"}
+    else:
+        why = pids["detail"]
+        if probed.get("euid") == 0:
+            why = f"running as root, which the kernel exempts from RLIMIT_NPROC even in a user namespace; {why}"
+        else:
+            why = f"no user namespace ({userns['detail']}) and {why}"
+        layers["process_limit"] = _unavailable(why)
+    for name in ("user_namespace", "net_namespace", "no_new_privs", "landlock_fs", "landlock_scope"):
+        layers[name] = dict(raw.get(name, _unavailable("not probed")))
+    layers[_NETWORK_ALLOWLIST] = _unavailable(
+        "per-host network filtering needs a proxy, which hookwire does not have; "
+        "an extension listing hosts gets the whole network (mode auto) or is refused (mode required)"
+    )
+    return {
+        "kernel": probed.get("kernel", platform.release()),
+        "machine": probed.get("machine", platform.machine()),
+        "euid": probed.get("euid", os.geteuid()),
+        "launcher": str(LAUNCHER_PATH),
+        "layers": layers,
+    }
+
+
+def plan_launch(
+    manifest: Manifest,
+    *,
+    command: list[str],
+    env: dict[str, str],
+    scratch_dir: Path,
+    runtime_dir: Path,
+    mode: SandboxMode,
+) -> LaunchPlan:
+    """Plan the spawn of one extension: argv (through the launcher unless mode is "off") and the layers.
+
+    mode "off": argv = command, nothing enforced. "auto": every layer this machine can enforce; `missing`
+    names the rest. "required": raises SandboxUnavailable naming the extension and the first missing layer.
+    """
+    if mode == "off":
+        return LaunchPlan(argv=list(command), env=dict(env), enforced=[], missing=[])
+    if mode not in ("auto", "required"):
+        raise ValueError(f"sandbox mode must be 'off', 'auto' or 'required', not {mode!r}")
+    if not command:
+        raise ValueError(f"extension {manifest.name!r}: empty command")
+
+    layers = sandbox_capabilities()["layers"]
+    no_network = not manifest.permissions.network
+    wanted = ["rlimits", "process_limit", "user_namespace",
+              "net_namespace" if no_network else _NETWORK_ALLOWLIST,
+              "no_new_privs", "landlock_fs", "landlock_scope"]
+    enforced = [name for name in wanted if layers.get(name, {}).get("available")]
+    missing = [name for name in wanted if name not in enforced]
+    reasons = {name: str(layers.get(name, {}).get("detail", "unknown layer")) for name in missing}
+    if mode == "required" and missing:
+        raise SandboxUnavailable(manifest.name, missing[0], reasons[missing[0]])
+
+    limits = manifest.limits
+    process_limit: _ProcessLimitSpec | None = None
+    if "process_limit" in enforced:
+        info = layers["process_limit"]
+        process_limit = _ProcessLimitSpec(mechanism=info["mechanism"], max=limits.processes, base=info.get("base"))
+    landlock: _LandlockSpec | None = None
+    if "landlock_fs" in enforced:
+        landlock = _LandlockSpec(
+            writable_dirs=[str(Path(scratch_dir).resolve()), str(Path(runtime_dir).resolve())],
+            writable_files=["/dev/null"],
+            scope="landlock_scope" in enforced,
+        )
+    spec = _LauncherSpec(
+        extension=manifest.name,
+        extension_id=sanitize_name(manifest.name)[:64],
+        rlimits=(
+            {"AS": limits.memory_mb * 1024 * 1024, "CPU": limits.cpu_seconds, "NOFILE": limits.open_files}
+            if "rlimits" in enforced else {}
+        ),
+        no_new_privs="no_new_privs" in enforced,
+        user_namespace="user_namespace" in enforced,
+        net_namespace="net_namespace" in enforced,
+        process_limit=process_limit,
+        landlock=landlock,
+    )
+    plan_env = dict(env)
+    if landlock is not None:
+        plan_env["TMPDIR"] = str(Path(scratch_dir).resolve())  # /tmp is not writable in the sandbox
+    if "rlimits" in enforced:
+        # glibc reserves 64 MB of address space per thread arena; under RLIMIT_AS that exhausts the limit early.
+        plan_env.setdefault("MALLOC_ARENA_MAX", "2")
+    argv = [sys.executable, "-I", str(LAUNCHER_PATH), "--spec", spec.model_dump_json(), "--", *command]
+    return LaunchPlan(argv=argv, env=plan_env, enforced=enforced, missing=missing, reasons=reasons)

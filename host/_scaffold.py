@@ -1,0 +1,115 @@
+"""`hookwire ext new NAME`: scaffold a working extension with its manifest and a passing test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._manifest import sanitize_name
+
+_EXTENSION = '''\
+"""{name}: a hookwire extension (scaffolded by `hookwire ext new`)."""
+
+from extension_sdk import Extension
+
+ext = Extension("{name}", "0.1.0", description="Describe what {name} does")
+
+
+@ext.tool(
+    description="Greets someone by name",
+    parameters={{"type": "object", "properties": {{"name": {{"type": "string"}}}}, "required": ["name"]}},
+)
+def greet(args, host):
+    return f"Hello, {{args['name']}}!"
+
+
+@ext.hook("beforeTurn")
+def before_turn(snapshot, host):
+    # Return the TurnConfig fields to change (camelCase), or None to change nothing.
+    return {{"system": snapshot["system"] + "\\nBe brief."}}
+
+
+@ext.hook("afterToolCall")
+def after_tool_call(snapshot, host):
+    print(f"{{snapshot['toolName']}} took {{snapshot['durationMs']:.1f}} ms", flush=True)
+
+
+if __name__ == "__main__":
+    ext.serve()
+'''
+
+_MANIFEST = """\
+name: {name}
+version: 0.1.0
+description: Describe what {name} does
+command: [python, extension.py]     # run from this directory; `python` is the host's interpreter
+permissions:
+  workspace: none                   # none | read | read-write
+  messages: none                    # none | read
+  network: []                       # no network at all
+hooks:
+  beforeTurn: {{timeoutMs: 2000, failure: open}}
+limits: {{memoryMb: 512, cpuSeconds: 60, openFiles: 256}}
+env: []                             # host environment variables passed through by name
+"""
+
+_TEST = '''\
+"""Tests for {name}: load the real extension process through the host and call it."""
+
+from pathlib import Path
+
+import pytest
+
+from host import ExtensionManager, TurnSnapshot
+
+MANIFEST = Path(__file__).parent / "manifest.yaml"
+
+
+@pytest.mark.asyncio
+async def test_greet_tool_answers_through_the_host():
+    async with ExtensionManager() as mgr:
+        await mgr.load(MANIFEST)
+        assert await mgr.execute_tool("{prefix}_greet", {{"name": "World"}}) == "Hello, World!"
+
+
+@pytest.mark.asyncio
+async def test_before_turn_appends_to_the_system_prompt():
+    async with ExtensionManager() as mgr:
+        await mgr.load(MANIFEST)
+        merged = await mgr.before_turn(TurnSnapshot(system="You help."))
+        assert merged.patch.system == "You help.\\nBe brief."
+        assert merged.provenance["system"] == "{name}"
+'''
+
+_README = """\
+# {name}
+
+A hookwire extension. Try it:
+
+    hookwire ext validate manifest.yaml
+    hookwire ext list -e manifest.yaml
+    hookwire run "/tool {prefix}_greet {{\\"name\\": \\"World\\"}}" -e manifest.yaml
+    python -m pytest -q test_extension.py
+"""
+
+
+def scaffold_extension(name: str, directory: Path) -> list[Path]:
+    """Write extension.py, manifest.yaml, test_extension.py and README.md into `directory`.
+
+    Refuses to overwrite an existing non-empty directory.
+    """
+    prefix = sanitize_name(name)
+    if directory.exists() and any(directory.iterdir()):
+        raise FileExistsError(f"{directory} exists and is not empty")
+    directory.mkdir(parents=True, exist_ok=True)
+    files = {
+        "extension.py": _EXTENSION.format(name=name),
+        "manifest.yaml": _MANIFEST.format(name=name),
+        "test_extension.py": _TEST.format(name=name, prefix=prefix),
+        "README.md": _README.format(name=name, prefix=prefix),
+    }
+    written = []
+    for filename, text in files.items():
+        path = directory / filename
+        path.write_text(text)
+        written.append(path)
+    return written

@@ -1,0 +1,38 @@
+"""Render a turn's hook trace for people (the `hookwire run` / `chat` / `demo` output)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from ._snapshots import TraceEvent
+
+_MARK = {
+    "ok": "ok",
+    "error": "ERROR",
+    "timeout": "TIMEOUT",
+    "skipped": "skipped",
+    "denied": "DENIED",
+    "failed_open": "FAILED OPEN",
+    "failed_closed": "FAILED CLOSED",
+}
+
+
+def format_trace(events: Iterable[TraceEvent], provenance: Mapping[str, str] | None = None) -> str:
+    """A table: one line per hook of each extension, in the order they happened, then who set what."""
+    rows = [(e.hook, e.extension, f"{e.latency_ms:8.2f} ms", _MARK.get(e.outcome, e.outcome), e.detail) for e in events]
+    lines = ["hook trace:"]
+    if not rows:
+        lines.append("  (no extension hooks ran)")
+    else:
+        w_hook = max(len(r[0]) for r in rows)
+        w_ext = max(len(r[1]) for r in rows)
+        for hook, ext, latency, outcome, detail in rows:
+            line = f"  {hook:<{w_hook}}  {ext:<{w_ext}}  {latency}  {outcome}"
+            if detail:
+                line += f"  {detail}"
+            lines.append(line)
+    if provenance:
+        lines.append("turn config set by extensions:")
+        for field, ext in provenance.items():
+            lines.append(f"  {field:<20} <- {ext}")
+    return "\n".join(lines)

@@ -1,0 +1,356 @@
+"""Conversion between the host's pydantic snapshots (host/_snapshots.py) and the hookwire.v1 protos.
+
+Outbound (host -> extension) conversions build proto objects directly (no pydantic validation: the
+per-chunk path must stay cheap). Inbound values (TurnConfigPatch, ToolCallDecision) are untrusted:
+they are validated field by field; an invalid field is reported and dropped, the valid ones are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from extension_sdk.proto import extension_pb2 as pb
+
+from ._snapshots import (
+    CallContext,
+    ChunkSnapshot,
+    StepSnapshot,
+    ToolCallSnapshot,
+    ToolResultSnapshot,
+    TurnPatch,
+    TurnSnapshot,
+)
+
+MAX_JSON_CHARS = 4 * 1024 * 1024
+
+# Fields that are never taken from an extension (non-serializable or host-owned).
+FORBIDDEN_FIELDS: frozenset[str] = frozenset({"model", "tools", "stopWhen", "stop_when", "prepareStep", "onFinish"})
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, BaseException):
+        return {"name": type(value).__name__, "message": str(value), "stack": ""}
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if callable(value):
+        return None
+    return repr(value)
+
+
+def to_json(value: Any) -> str:
+    """JSON text for a free-form value: JSON-safe (no functions, errors as {name, message, stack})."""
+    try:
+        text = json.dumps(value, default=_default, ensure_ascii=False, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        text = json.dumps(repr(value)[:MAX_JSON_CHARS])
+    if len(text) > MAX_JSON_CHARS:
+        text = json.dumps({"truncated": True, "preview": text[:4096]})
+    return text
+
+
+def context_to_proto(context: CallContext | None) -> pb.CallContext:
+    if context is None:
+        return pb.CallContext()
+    return pb.CallContext(session_id=context.session_id, request_id=context.request_id)
+
+
+def turn_to_proto(snapshot: TurnSnapshot, system: str, tool_names: list[str]) -> pb.TurnSnapshot:
+    msg = pb.TurnSnapshot(
+        system=system,
+        tool_names=tool_names,
+        message_count=snapshot.message_count,
+        continuation=snapshot.continuation,
+        model_id=snapshot.model_id,
+    )
+    if snapshot.body is not None:
+        msg.body_json = to_json(snapshot.body)
+    return msg
+
+
+def tool_call_to_proto(s: ToolCallSnapshot) -> pb.ToolCallSnapshot:
+    msg = pb.ToolCallSnapshot(tool_name=s.tool_name, tool_call_id=s.tool_call_id, input_json=to_json(s.input))
+    if s.step_number is not None:
+        msg.step_number = s.step_number
+    if s.dynamic is not None:
+        msg.dynamic = s.dynamic
+    return msg
+
+
+def tool_result_to_proto(s: ToolResultSnapshot) -> pb.ToolResultSnapshot:
+    msg = pb.ToolResultSnapshot(
+        tool_name=s.tool_name,
+        tool_call_id=s.tool_call_id,
+        input_json=to_json(s.input),
+        duration_ms=s.duration_ms,
+        success=s.success,
+    )
+    if s.step_number is not None:
+        msg.step_number = s.step_number
+    if s.success or s.output is not None:
+        msg.output_json = to_json(s.output)
+    if s.error is not None:
+        msg.error_json = to_json(s.error)
+    if s.dynamic is not None:
+        msg.dynamic = s.dynamic
+    return msg
+
+
+def step_to_proto(s: StepSnapshot) -> pb.StepSnapshot:
+    u = s.usage
+    usage = pb.Usage()
+    for field in ("input_tokens", "output_tokens", "total_tokens", "reasoning_tokens", "cached_input_tokens"):
+        v = getattr(u, field)
+        if v is not None:
+            setattr(usage, field, v)
+    msg = pb.StepSnapshot(
+        step_number=s.step_number,
+        finish_reason=s.finish_reason,
+        text=s.text,
+        tool_call_count=s.tool_call_count,
+        tool_result_count=s.tool_result_count,
+        usage=usage,
+    )
+    if s.reasoning_text is not None:
+        msg.reasoning_text = s.reasoning_text
+    if s.provider_metadata is not None:
+        msg.provider_metadata_json = to_json(s.provider_metadata)
+    return msg
+
+
+def chunk_to_observation(s: ChunkSnapshot) -> pb.Observation:
+    """The per-chunk path: plain attribute reads and one proto construction."""
+    chunk = pb.ChunkSnapshot(type=s.type)
+    if s.text is not None:
+        chunk.text = s.text
+    if s.tool_name is not None:
+        chunk.tool_name = s.tool_name
+    if s.tool_call_id is not None:
+        chunk.tool_call_id = s.tool_call_id
+    return pb.Observation(chunk=chunk)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inbound: TurnConfigPatch -> TurnPatch, validated field by field
+# ---------------------------------------------------------------------------------------------
+
+
+class FieldProblem(Exception):
+    """One invalid field of an extension's reply (camelCase field name and why)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _num(field: str, v: Any, *, lo: float | None = None, hi: float | None = None) -> float:
+    if not (isinstance(v, (int, float)) and not isinstance(v, bool)):
+        raise FieldProblem(field, f"expected a number, got {v!r}")
+    if not math.isfinite(v):
+        raise FieldProblem(field, f"expected a finite number, got {v!r}")
+    if lo is not None and v < lo:
+        raise FieldProblem(field, f"must be >= {lo}, got {v!r}")
+    if hi is not None and v > hi:
+        raise FieldProblem(field, f"must be <= {hi}, got {v!r}")
+    return float(v)
+
+
+def _int(field: str, v: Any, *, lo: int | None = None) -> int:
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if not _is_int(v):
+        raise FieldProblem(field, f"expected an integer, got {v!r}")
+    if lo is not None and v < lo:
+        raise FieldProblem(field, f"must be >= {lo}, got {v!r}")
+    return int(v)
+
+
+def _str(field: str, v: Any) -> str:
+    if not isinstance(v, str):
+        raise FieldProblem(field, f"expected a string, got {v!r}")
+    return v
+
+
+def _bool(field: str, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise FieldProblem(field, f"expected a boolean, got {v!r}")
+    return v
+
+
+def _str_list(field: str, v: Any) -> list[str]:
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise FieldProblem(field, f"expected a list of strings, got {v!r}")
+    return list(v)
+
+
+def _tool_choice(field: str, v: Any) -> str | dict[str, Any]:
+    if v in ("auto", "none", "required"):
+        return v  # type: ignore[return-value]
+    if isinstance(v, dict) and v.get("type") == "tool" and isinstance(v.get("toolName"), str):
+        return {"type": "tool", "toolName": v["toolName"]}
+    raise FieldProblem(field, f'expected "auto", "none", "required" or {{"type": "tool", "toolName": ...}}, got {v!r}')
+
+
+def _messages(field: str, v: Any) -> list[dict[str, Any]]:
+    if not isinstance(v, list) or not all(isinstance(m, dict) for m in v):
+        raise FieldProblem(field, "expected a list of message objects")
+    return v
+
+
+def _timeout(field: str, v: Any) -> float | dict[str, Any]:
+    if isinstance(v, dict):
+        out: dict[str, Any] = {}
+        for k, x in v.items():
+            if k not in ("totalMs", "chunkMs", "stepMs"):
+                raise FieldProblem(field, f"unknown key {k!r} (expected totalMs, chunkMs, stepMs)")
+            out[k] = _num(f"{field}.{k}", x, lo=1)
+        return out
+    return _num(field, v, lo=1)
+
+
+def _object(field: str, v: Any) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise FieldProblem(field, f"expected an object, got {type(v).__name__}")
+    return v
+
+
+def _headers(field: str, v: Any) -> dict[str, str]:
+    if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
+        raise FieldProblem(field, "expected an object of string values")
+    return dict(v)
+
+
+# camelCase wire name -> (snake_case TurnPatch field, validator of a JSON-decoded value)
+_VALIDATORS: dict[str, tuple[str, Any]] = {
+    "system": ("system", _str),
+    "messages": ("messages", _messages),
+    "activeTools": ("active_tools", _str_list),
+    "toolChoice": ("tool_choice", _tool_choice),
+    "maxSteps": ("max_steps", lambda f, v: _int(f, v, lo=1)),
+    "sendReasoning": ("send_reasoning", _bool),
+    "maxOutputTokens": ("max_output_tokens", lambda f, v: _int(f, v, lo=1)),
+    "temperature": ("temperature", lambda f, v: _num(f, v, lo=0, hi=2)),
+    "topP": ("top_p", lambda f, v: _num(f, v, lo=0, hi=1)),
+    "topK": ("top_k", lambda f, v: _num(f, v, lo=0)),
+    "presencePenalty": ("presence_penalty", lambda f, v: _num(f, v, lo=-2, hi=2)),
+    "frequencyPenalty": ("frequency_penalty", lambda f, v: _num(f, v, lo=-2, hi=2)),
+    "stopSequences": ("stop_sequences", _str_list),
+    "seed": ("seed", lambda f, v: _int(f, v)),
+    "maxRetries": ("max_retries", lambda f, v: _int(f, v, lo=0)),
+    "timeout": ("timeout", _timeout),
+    "headers": ("headers", _headers),
+    "providerOptions": ("provider_options", _object),
+}
+
+_SNAKE_TO_CAMEL = {snake: camel for camel, (snake, _) in _VALIDATORS.items()}
+
+
+def camel(field: str) -> str:
+    return _SNAKE_TO_CAMEL.get(field, field)
+
+
+def _decode_json(field: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise FieldProblem(field, f"not valid JSON: {exc}") from None
+
+
+def patch_from_proto(msg: pb.TurnConfigPatch) -> tuple[dict[str, Any], list[FieldProblem]]:
+    """The valid fields of an extension's TurnConfigPatch (snake_case -> value) and the rejected ones."""
+    values: dict[str, Any] = {}
+    problems: list[FieldProblem] = []
+
+    def take(camel_name: str, raw: Any) -> None:
+        snake, validate = _VALIDATORS[camel_name]
+        try:
+            values[snake] = validate(camel_name, raw)
+        except FieldProblem as exc:
+            problems.append(exc)
+
+    scalar = {
+        "system": "system", "max_steps": "maxSteps", "send_reasoning": "sendReasoning",
+        "max_output_tokens": "maxOutputTokens", "temperature": "temperature", "top_p": "topP", "top_k": "topK",
+        "presence_penalty": "presencePenalty", "frequency_penalty": "frequencyPenalty", "seed": "seed",
+        "max_retries": "maxRetries",
+    }
+    for proto_field, camel_name in scalar.items():
+        if msg.HasField(proto_field):
+            take(camel_name, getattr(msg, proto_field))
+    json_fields = {
+        "messages_json": "messages", "tool_choice_json": "toolChoice", "timeout_json": "timeout",
+        "provider_options_json": "providerOptions",
+    }
+    for proto_field, camel_name in json_fields.items():
+        if msg.HasField(proto_field):
+            try:
+                take(camel_name, _decode_json(camel_name, getattr(msg, proto_field)))
+            except FieldProblem as exc:
+                problems.append(exc)
+    if msg.HasField("active_tools"):
+        take("activeTools", list(msg.active_tools.values))
+    if msg.HasField("stop_sequences"):
+        take("stopSequences", list(msg.stop_sequences.values))
+    if msg.HasField("headers"):
+        take("headers", dict(msg.headers.values))
+    if msg.HasField("extra_json"):
+        try:
+            extra = _decode_json("extra", msg.extra_json)
+            if not isinstance(extra, dict):
+                raise FieldProblem("extra", "expected an object")
+        except FieldProblem as exc:
+            problems.append(exc)
+            extra = {}
+        for key, raw in extra.items():
+            if key in FORBIDDEN_FIELDS:
+                problems.append(FieldProblem(key, "cannot be set by an extension (host-owned or not serializable)"))
+            elif key in _VALIDATORS:
+                take(key, raw)
+            elif key in _SNAKE_TO_CAMEL:
+                take(_SNAKE_TO_CAMEL[key], raw)
+            else:
+                problems.append(FieldProblem(key, "unknown TurnConfig field"))
+    return values, problems
+
+
+def turn_patch(values: dict[str, Any]) -> TurnPatch:
+    return TurnPatch.model_construct(**values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inbound: ToolCallDecision
+# ---------------------------------------------------------------------------------------------
+
+
+def decision_from_proto(msg: pb.ToolCallDecision) -> tuple[str | None, dict[str, Any], list[FieldProblem]]:
+    """(action or None, {input?, reason?, output?}, problems) of an extension's decision."""
+    problems: list[FieldProblem] = []
+    out: dict[str, Any] = {}
+    action = {pb.ToolCallDecision.ALLOW: "allow", pb.ToolCallDecision.BLOCK: "block",
+              pb.ToolCallDecision.SUBSTITUTE: "substitute"}.get(msg.action)
+    if msg.HasField("reason"):
+        out["reason"] = msg.reason
+    if msg.HasField("input_json"):
+        try:
+            out["input"] = _decode_json("input", msg.input_json)
+        except FieldProblem as exc:
+            problems.append(exc)
+    if msg.HasField("output_json"):
+        try:
+            out["output"] = _decode_json("output", msg.output_json)
+        except FieldProblem as exc:
+            problems.append(exc)
+    if action == "substitute" and "output" not in out:
+        problems.append(FieldProblem("output", "a substitute decision needs an output"))
+        action = None
+    return action, out, problems

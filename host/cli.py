@@ -1,0 +1,291 @@
+"""The `hookwire` command: run turns with extensions, validate and inspect manifests, diagnose the machine.
+
+    hookwire run "PROMPT" -e MANIFEST... [--model ID] [--session ID] [--store FILE] [--workspace DIR] [--body JSON]
+    hookwire chat -e MANIFEST... [--session ID] [--store FILE]
+    hookwire ext validate FILE...
+    hookwire ext list -e MANIFEST...
+    hookwire ext schema
+    hookwire ext new NAME [--dir DIR]
+    hookwire doctor
+
+Errors are one clear line on stderr (exit 1; 2 for usage), a traceback only with --debug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+DEFAULT_MODEL = "hookwire/scripted"
+
+
+class CliError(Exception):
+    """An error to show as one line, without a traceback."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hookwire", description="Run LLM chat turns with out-of-process extensions.")
+    p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def turn_options(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("-e", "--extension", action="append", default=[], metavar="MANIFEST", help="load a manifest")
+        sp.add_argument("--model", default=DEFAULT_MODEL, help=f"a litellm model id (default {DEFAULT_MODEL})")
+        sp.add_argument("--session", default="cli", help="session id (default: cli)")
+        sp.add_argument("--store", default=".hookwire/sessions.db", help="SQLite file for the transcript")
+        sp.add_argument("--workspace", default=".hookwire/workspace", help="the workspace root extensions may use")
+        sp.add_argument("--body", default=None, help="JSON object sent to beforeTurn as `body`")
+        sp.add_argument("--sandbox", choices=["auto", "off", "required"], default="auto")
+        sp.add_argument("--no-trace", action="store_true", help="do not print the hook trace")
+
+    run = sub.add_parser("run", help="run one turn and print the answer and the hook trace")
+    run.add_argument("prompt")
+    turn_options(run)
+    chat = sub.add_parser("chat", help="an interactive chat; history is kept in the store")
+    turn_options(chat)
+    demo = sub.add_parser("demo", help="a tour: real turns with the sample extensions on the embedded model")
+    demo.add_argument("--sandbox", choices=["auto", "off", "required"], default="auto")
+
+    ext = sub.add_parser("ext", help="work with extension manifests").add_subparsers(
+        dest="ext_command", required=True, metavar="SUBCOMMAND"
+    )
+    validate = ext.add_parser("validate", help="validate manifest files")
+    validate.add_argument("files", nargs="+")
+    lst = ext.add_parser("list", help="start extensions and show their state, hooks, tools and permissions")
+    lst.add_argument("-e", "--extension", action="append", default=[], metavar="MANIFEST", required=True)
+    lst.add_argument("--sandbox", choices=["auto", "off", "required"], default="auto")
+    lst.add_argument("--json", action="store_true", help="machine-readable output")
+    ext.add_parser("schema", help="print the manifest JSON Schema")
+    new = ext.add_parser("new", help="scaffold a working extension with its manifest and a test")
+    new.add_argument("name")
+    new.add_argument("--dir", default=None, help="target directory (default: ./NAME)")
+
+    sub.add_parser("doctor", help="versions and which sandbox layers this machine can enforce")
+    return p
+
+
+# ----------------------------------------------------------------------------------------------- ext
+
+
+def _cmd_validate(files: Sequence[str]) -> int:
+    from ._manifest import ManifestError, load_manifest
+
+    failed = 0
+    for file in files:
+        try:
+            m = load_manifest(file)
+        except ManifestError as exc:
+            failed += 1
+            print(f"invalid  {exc}", file=sys.stderr)
+        else:
+            target = " ".join(m.command) if m.command else m.endpoint
+            print(f"ok       {file}: {m.name} {m.version} ({target})")
+    return 1 if failed else 0
+
+
+def _cmd_schema() -> int:
+    from ._manifest import manifest_json_schema
+
+    print(json.dumps(manifest_json_schema(), indent=2))
+    return 0
+
+
+def _cmd_new(name: str, directory: str | None) -> int:
+    from ._manifest import sanitize_name
+    from ._scaffold import scaffold_extension
+
+    try:
+        target = Path(directory or sanitize_name(name))
+        written = scaffold_extension(name, target)
+    except (ValueError, FileExistsError) as exc:
+        raise CliError(str(exc)) from None
+    for path in written:
+        print(f"wrote {path}")
+    print(f"next: cd {target} && python -m pytest -q")
+    return 0
+
+
+async def _cmd_list(manifests: Sequence[str], sandbox: str, as_json: bool) -> int:
+    from ._extension_manager import ExtensionManager
+
+    async with ExtensionManager(sandbox=sandbox) as mgr:  # type: ignore[arg-type]
+        infos = await mgr.load_all(manifests)
+        if as_json:
+            print(json.dumps([i.model_dump(mode="json") for i in infos], indent=2))
+            return 0
+        for info in infos:
+            data = info.model_dump(mode="json")
+            print(f"{data.get('name')} {data.get('version', '')}  [{data.get('state', '?')}]  pid {data.get('pid')}")
+            for key in ("hooks", "tools", "features", "permissions", "sandbox", "missing_sandbox"):
+                if key in data and data[key] not in (None, [], {}):
+                    value = data[key]
+                    if key == "tools":
+                        value = [t["name"] if isinstance(t, dict) else t for t in value]
+                    print(f"  {key:<16} {json.dumps(value) if not isinstance(value, str) else value}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- turns
+
+
+def _make_agent(args: argparse.Namespace, manager: Any, *, stream: bool = True) -> Any:
+    from ._agent import Agent
+
+    class CliAgent(Agent):
+        def on_chunk(self, ctx: Any) -> None:
+            if stream and ctx.chunk.type == "text-delta":
+                sys.stdout.write(ctx.chunk.text or "")
+                sys.stdout.flush()
+
+    Path(args.store).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.workspace).mkdir(parents=True, exist_ok=True)
+    return CliAgent(
+        session_id=args.session, store=args.store, workspace=args.workspace, manager=manager, model=args.model
+    )
+
+
+def _parse_body(raw: str | None) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    try:
+        body = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"--body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise CliError("--body must be a JSON object")
+    return body
+
+
+def _print_result(result: Any, show_trace: bool) -> None:
+    from ._trace_format import format_trace
+
+    print()
+    status = getattr(result, "status", "?")
+    if status != "completed":
+        print(f"[turn {status}{': ' + result.error if getattr(result, 'error', None) else ''}]")
+    failed_open = getattr(result, "failed_open", None)
+    if failed_open:
+        print(f"[went on although these extensions failed open: {', '.join(failed_open)}]")
+    if show_trace:
+        print(format_trace(getattr(result, "trace", []), getattr(result, "provenance", None)))
+
+
+async def _cmd_run(args: argparse.Namespace) -> int:
+    from ._extension_manager import ExtensionManager
+
+    body = _parse_body(args.body)
+    async with ExtensionManager(sandbox=args.sandbox) as mgr:
+        await mgr.load_all(args.extension)
+        async with _make_agent(args, mgr) as agent:
+            result = await agent.chat(args.prompt, body=body)
+            _print_result(result, not args.no_trace)
+            return 0 if result.status == "completed" else 1
+
+
+async def _cmd_chat(args: argparse.Namespace) -> int:
+    from ._extension_manager import ExtensionManager
+
+    body = _parse_body(args.body)
+    async with ExtensionManager(sandbox=args.sandbox) as mgr:
+        await mgr.load_all(args.extension)
+        async with _make_agent(args, mgr) as agent:
+            print(f"hookwire chat — session {args.session!r}, model {args.model}; /quit or Ctrl-D to leave")
+            while True:
+                try:
+                    line = await asyncio.to_thread(input, "you> ")
+                except EOFError:
+                    print()
+                    return 0
+                if line.strip() in ("/quit", "/exit"):
+                    return 0
+                if not line.strip():
+                    continue
+                sys.stdout.write("assistant> ")
+                result = await agent.chat(line, body=body)
+                _print_result(result, not args.no_trace)
+
+
+async def _cmd_demo(args: argparse.Namespace) -> int:
+    from ._demo import run_demo
+
+    return await run_demo(sandbox=args.sandbox)
+
+
+# ---------------------------------------------------------------------------------------------- doctor
+
+
+def _cmd_doctor() -> int:
+    import platform
+    from importlib import metadata
+
+    from extension_sdk.proto import PROTOCOL_VERSION
+
+    print(f"hookwire protocol   v{PROTOCOL_VERSION}")
+    print(f"python              {platform.python_version()} ({sys.executable})")
+    for dist in ("hookwire", "grpcio", "protobuf", "pydantic", "litellm", "PyYAML"):
+        try:
+            version = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            version = "not installed"
+        print(f"{dist:<19} {version}")
+    print(f"platform            {platform.system()} {platform.release()} {platform.machine()}")
+    try:
+        from ._sandbox import sandbox_capabilities
+    except ImportError:
+        print("sandbox             (sandbox module not available)")
+        return 0
+    print("sandbox layers this machine can enforce:")
+    for layer, state in sandbox_capabilities().items():
+        print(f"  {layer:<17} {state}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        if args.command == "ext":
+            if args.ext_command == "validate":
+                return _cmd_validate(args.files)
+            if args.ext_command == "schema":
+                return _cmd_schema()
+            if args.ext_command == "new":
+                return _cmd_new(args.name, args.dir)
+            return asyncio.run(_cmd_list(args.extension, args.sandbox, args.json))
+        if args.command == "doctor":
+            return _cmd_doctor()
+        if args.command == "run":
+            return asyncio.run(_cmd_run(args))
+        if args.command == "chat":
+            return asyncio.run(_cmd_chat(args))
+        if args.command == "demo":
+            return asyncio.run(_cmd_demo(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one clear line unless --debug
+        if args.debug:
+            raise
+        print(f"hookwire: error: {exc}", file=sys.stderr)
+        return 1
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

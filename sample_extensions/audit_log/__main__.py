@@ -1,0 +1,4 @@
+from . import ext
+
+if __name__ == "__main__":
+    ext.serve()

@@ -1,0 +1,246 @@
+#!/usr/bin/env node
+// node_echo — a hookwire extension written in Node.js straight against proto/, without the Python SDK.
+//
+// It is the proof that the extension contract is language-neutral. It follows the process contract:
+//   * binds the Unix socket named by HOOKWIRE_SOCKET and prints exactly one handshake line on stdout,
+//     `hookwire|1|unix:<path>`;
+//   * rejects every Extension call that lacks `x-hookwire-token: <HOOKWIRE_TOKEN>` (UNAUTHENTICATED);
+//   * exits when its stdin (the host's lifeline pipe) reaches EOF, or after a Shutdown call;
+//   * logs to stderr only.
+// It serves Describe (no "connect" feature, so the host uses the unary RPCs), a tool `echo`, a
+// beforeTurn hook that appends to the system prompt, the observation RPCs (AfterToolCall, OnStepFinish,
+// OnChunk, Observe) which it counts, a tool `observed` reporting those counts, and Shutdown.
+// The grpc.health.v1 service is not served: grpc-js does not ship it (the host then relies on the
+// handshake and the process watcher).
+"use strict";
+
+const path = require("path");
+const grpc = require("@grpc/grpc-js");
+const protoLoader = require("@grpc/proto-loader");
+
+const NAME = "node_echo";
+const VERSION = "1.0.0";
+const PROTOCOL_VERSION = "1";
+const HANDSHAKE_MAGIC = "hookwire";
+const TOKEN_METADATA_KEY = "x-hookwire-token";
+const MAGIC_COOKIE = "hookwire-extension-v1";
+const SYSTEM_ADDITION = "(node_echo: this turn passed through a Node.js extension.)";
+
+// proto/ lives at the repository root, two levels above this script.
+const PROTO_ROOT = path.resolve(__dirname, "..", "..", "proto");
+const PROTO_FILE = path.join(PROTO_ROOT, "hookwire", "v1", "extension.proto");
+
+function log(message) {
+  process.stderr.write(`[${NAME}] ${message}\n`);
+}
+
+function socketPath() {
+  const argv = process.argv.slice(2);
+  const flag = argv.indexOf("--socket");
+  if (flag !== -1 && argv[flag + 1]) return path.resolve(argv[flag + 1]);
+  if (process.env.HOOKWIRE_MAGIC_COOKIE !== MAGIC_COOKIE) {
+    process.stderr.write(
+      "This is a hookwire extension; load its manifest from a hookwire host " +
+        "(e.g. `hookwire run sample_extensions/node_echo/manifest.yaml`).\n",
+    );
+    process.exit(1);
+  }
+  const socket = process.env.HOOKWIRE_SOCKET;
+  if (!socket) {
+    process.stderr.write("HOOKWIRE_SOCKET is not set: the host must name the socket to bind\n");
+    process.exit(1);
+  }
+  return socket;
+}
+
+const SOCKET = socketPath();
+const TOKEN = process.env.HOOKWIRE_TOKEN || "";
+// Started by hand with --socket and no token (debugging): accept calls without one, loudly.
+const OPEN_ACCESS = TOKEN === "" && process.env.HOOKWIRE_MAGIC_COOKIE !== MAGIC_COOKIE;
+if (OPEN_ACCESS) log("no HOOKWIRE_TOKEN: accepting unauthenticated calls (debug mode via --socket)");
+
+const packageDefinition = protoLoader.loadSync(PROTO_FILE, {
+  keepCase: false, // fields as camelCase: tool_call_id -> toolCallId
+  longs: Number,
+  enums: String,
+  defaults: false, // absent optional fields stay undefined ("not set" differs from zero)
+  oneofs: true,
+  includeDirs: [PROTO_ROOT],
+});
+const hookwire = grpc.loadPackageDefinition(packageDefinition).hookwire.v1;
+
+const observed = { afterToolCall: 0, onStepFinish: 0, onChunk: 0, beforeToolCall: 0, batches: 0 };
+
+// -- authentication ---------------------------------------------------------------------------
+
+function authorized(call) {
+  if (OPEN_ACCESS) return true;
+  const values = call.metadata.get(TOKEN_METADATA_KEY);
+  return TOKEN !== "" && values.length === 1 && String(values[0]) === TOKEN;
+}
+
+const UNAUTHENTICATED = {
+  code: grpc.status.UNAUTHENTICATED,
+  details: `${NAME}: missing or wrong ${TOKEN_METADATA_KEY} metadata`,
+};
+
+// Wrap a unary handler with the token check and error reporting.
+function unary(handler) {
+  return (call, callback) => {
+    if (!authorized(call)) return callback(UNAUTHENTICATED);
+    try {
+      callback(null, handler(call.request));
+    } catch (err) {
+      log(`handler error: ${err && err.stack ? err.stack : err}`);
+      callback({ code: grpc.status.INTERNAL, details: `${NAME}: ${err && err.message ? err.message : err}` });
+    }
+  };
+}
+
+function hookError(hook, err) {
+  return { hook, name: err.name || "Error", message: String(err.message || err), stack: String(err.stack || "") };
+}
+
+// -- tools ------------------------------------------------------------------------------------
+
+const TOOLS = [
+  {
+    name: "echo",
+    description: "Echoes the text back reversed, prefixed with 'node:' (proof it ran in Node.js)",
+    inputSchemaJson: JSON.stringify({
+      type: "object",
+      properties: { text: { type: "string", description: "The text to echo" } },
+      required: ["text"],
+      additionalProperties: false,
+    }),
+    streaming: false,
+  },
+  {
+    name: "observed",
+    description: "How many observation events (afterToolCall, onStepFinish, onChunk) this extension has received",
+    inputSchemaJson: JSON.stringify({ type: "object", properties: {}, additionalProperties: false }),
+    streaming: false,
+  },
+];
+
+function runTool(name, input) {
+  if (name === "echo") {
+    if (!input || typeof input.text !== "string") throw new TypeError("echo: input.text must be a string");
+    return `node: ${Array.from(input.text).reverse().join("")}`;
+  }
+  if (name === "observed") return { ...observed };
+  throw new Error(`unknown tool ${JSON.stringify(name)}`);
+}
+
+// -- the service ------------------------------------------------------------------------------
+
+let server = null;
+let exiting = false;
+
+function shutdown(reason, graceMs) {
+  if (exiting) return;
+  exiting = true;
+  log(`shutting down: ${reason}`);
+  const force = setTimeout(() => process.exit(0), Math.max(graceMs, 50));
+  force.unref();
+  server.tryShutdown(() => process.exit(0));
+}
+
+const service = {
+  Describe: unary((request) => {
+    if (request.protocolVersion && request.protocolVersion !== PROTOCOL_VERSION) {
+      log(`host speaks protocol ${request.protocolVersion}, this extension ${PROTOCOL_VERSION}`);
+    }
+    return {
+      name: NAME,
+      version: VERSION,
+      protocolVersion: PROTOCOL_VERSION,
+      hooks: ["beforeTurn", "afterToolCall", "onStepFinish"],
+      tools: TOOLS,
+      features: [], // no "connect": the host uses the unary RPCs
+      description: "Echo tool and a system-prompt note, written in Node.js against proto/ without the SDK",
+      sdk: `grpc-js/${require("@grpc/grpc-js/package.json").version} node/${process.version}`,
+    };
+  }),
+
+  BeforeTurn: unary((request) => {
+    const system = (request.snapshot && request.snapshot.system) || "";
+    return { config: { system: system ? `${system}\n\n${SYSTEM_ADDITION}` : SYSTEM_ADDITION } };
+  }),
+
+  BeforeToolCall: unary(() => {
+    observed.beforeToolCall += 1;
+    return {}; // observe only: no decision
+  }),
+
+  AfterToolCall: unary(() => {
+    observed.afterToolCall += 1;
+    return {};
+  }),
+
+  OnStepFinish: unary(() => {
+    observed.onStepFinish += 1;
+    return {};
+  }),
+
+  OnChunk: unary(() => {
+    observed.onChunk += 1;
+    return {};
+  }),
+
+  Observe: unary((batch) => {
+    observed.batches += 1;
+    const items = batch.items || [];
+    for (const item of items) {
+      if (item.afterToolCall) observed.afterToolCall += 1;
+      else if (item.stepFinish) observed.onStepFinish += 1;
+      else if (item.chunk) observed.onChunk += 1;
+      else if (item.beforeToolCall) observed.beforeToolCall += 1;
+    }
+    return { handled: items.length, errors: [] };
+  }),
+
+  Connect: (call) => {
+    // Not advertised in Describe; a host that calls it anyway gets UNIMPLEMENTED.
+    call.emit("error", { code: grpc.status.UNIMPLEMENTED, details: `${NAME} does not implement Connect` });
+  },
+
+  ExecuteTool: (call) => {
+    if (!authorized(call)) {
+      call.emit("error", UNAUTHENTICATED);
+      return;
+    }
+    const { name, inputJson } = call.request;
+    try {
+      const input = inputJson ? JSON.parse(inputJson) : null;
+      call.write({ outputJson: JSON.stringify(runTool(name, input)) });
+    } catch (err) {
+      call.write({ error: hookError("executeTool", err) });
+    }
+    call.end();
+  },
+
+  Shutdown: (call, callback) => {
+    if (!authorized(call)) return callback(UNAUTHENTICATED);
+    const graceMs = call.request.graceMs || 0;
+    callback(null, {});
+    setImmediate(() => shutdown("Shutdown requested by the host", graceMs));
+  },
+};
+
+server = new grpc.Server();
+server.addService(hookwire.Extension.service, service);
+server.bindAsync(`unix:${SOCKET}`, grpc.ServerCredentials.createInsecure(), (err) => {
+  if (err) {
+    log(`cannot bind unix:${SOCKET}: ${err.message}`);
+    process.exit(1);
+  }
+  process.stdout.write(`${HANDSHAKE_MAGIC}|${PROTOCOL_VERSION}|unix:${SOCKET}\n`);
+  log(`serving on unix:${SOCKET}`);
+});
+
+// The lifeline: the host holds our stdin; EOF means the host is gone (or wants us gone).
+process.stdin.on("end", () => shutdown("stdin closed (host went away)", 0));
+process.stdin.on("error", () => shutdown("stdin error (host went away)", 0));
+process.stdin.resume();
+process.on("SIGTERM", () => shutdown("SIGTERM", 0));

@@ -1,0 +1,225 @@
+"""Turn errors: stages, partial persistence, context-overflow recovery, the stall watchdog, nested turns."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import litellm
+import pytest
+from litellm.exceptions import MidStreamFallbackError
+from agent_helpers import Recorder, requests
+
+from host import (
+    ChatErrorContext,
+    NestedTurnError,
+    Session,
+    TurnConfig,
+    default_context_overflow_classifier,
+)
+
+
+class Failing(Recorder):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.errors: list[tuple[Any, ChatErrorContext]] = []
+        self.persisted_at_error: list[dict[str, Any]] = []
+
+    async def on_chat_error(self, error, ctx=None):  # type: ignore[no-untyped-def]
+        self.errors.append((error, ctx))
+        self.persisted_at_error = await self.messages()
+        return error
+
+
+class Recovering(Failing):
+    """Overflow recovery on; the compaction keeps only a summary (or nothing, or keeps growing)."""
+
+    mode = "summary"
+    attempts = 1
+
+    classify_chat_error = default_context_overflow_classifier
+
+    def configure_session(self, session: Session) -> Session:
+        self.compactions = 0
+
+        def compact(messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+            self.compactions += 1
+            if self.mode == "noop":
+                return messages
+            if self.mode == "grow":  # changes the transcript but keeps the overflowing message last
+                return [{"role": "user", "content": f"summary {self.compactions}"}, messages[-1]]
+            return [{"role": "user", "content": "summary of earlier talk"}]
+
+        return session.on_compaction(compact).with_context_overflow_recovery(max_attempts=self.attempts)
+
+
+async def test_stream_error_persists_the_partial_message_before_on_chat_error() -> None:
+    async with Failing() as agent:
+        result = await agent.chat("/error rate_limit")
+    assert result.status == "error" and "rate limit" in (result.error or "")
+    error, ctx = agent.errors[0]
+    assert ctx.stage == "stream" and ctx.messages_persisted is True and ctx.classification is None
+    assert agent.persisted_at_error[-1]["role"] == "assistant"
+    assert agent.persisted_at_error[-1]["content"] == "echo: /error "
+    assert result.message is not None and result.message["content"] == "echo: /error "
+
+
+async def test_on_chat_error_can_replace_the_error() -> None:
+    class Friendly(Recorder):
+        def on_chat_error(self, error, ctx=None):  # type: ignore[no-untyped-def]
+            return RuntimeError("Something went wrong. Please try again.")
+
+    async with Friendly() as agent:
+        result = await agent.chat("/error rate_limit")
+    assert result.error == "Something went wrong. Please try again."
+
+
+async def test_before_turn_error_has_stage_turn() -> None:
+    class Broken(Failing):
+        def before_turn(self, ctx):  # type: ignore[no-untyped-def]
+            raise ValueError("bad config")
+
+    async with Broken() as agent:
+        result = await agent.chat("hi")
+    assert result.status == "error" and agent.errors[0][1].stage == "turn"
+    assert agent.errors[0][1].messages_persisted is True
+
+
+async def test_unparseable_message_has_stage_parse() -> None:
+    async with Failing() as agent:
+        result = await agent.chat({"role": "user"})
+        assert await agent.messages() == []
+    assert result.status == "error" and agent.errors[0][1].stage == "parse"
+    assert agent.errors[0][1].messages_persisted is False
+
+
+async def test_a_failed_turn_does_not_poison_the_next() -> None:
+    async with Failing() as agent:
+        first = await agent.chat("/error rate_limit")
+        second = await agent.chat("hello again")
+    assert first.status == "error" and second.status == "completed"
+    assert second.message["content"] == "echo: hello again"
+
+
+async def test_overflow_recovery_compacts_once_and_retries() -> None:
+    async with Recovering() as agent:
+        await agent.chat("earlier")
+        requests_before = len(requests())
+        result = await agent.chat("/error context_overflow")
+    assert result.status == "completed"
+    assert agent.compactions == 1 and len(requests()) - requests_before == 2
+    assert result.message["content"] == "echo: summary of earlier talk"
+    assert agent.errors == []
+
+
+async def test_overflow_recovery_disabled_by_default() -> None:
+    class NoRecovery(Failing):
+        classify_chat_error = default_context_overflow_classifier
+
+        def configure_session(self, session: Session) -> Session:
+            self.compactions = 0
+            return session.on_compaction(lambda m: [{"role": "user", "content": "x"}])
+
+    async with NoRecovery() as agent:
+        result = await agent.chat("/error context_overflow")
+    assert result.status == "error" and len(requests()) == 1
+    assert agent.errors[0][1].classification is None
+
+
+async def test_noop_compaction_ends_with_context_overflow_classification() -> None:
+    class NoOp(Recovering):
+        mode = "noop"
+
+    async with NoOp() as agent:
+        result = await agent.chat("/error context_overflow")
+    assert result.status == "error" and agent.compactions == 1 and len(requests()) == 1
+    assert agent.errors[0][1].classification == "context_overflow"
+    assert agent.errors[0][1].stage == "stream"
+
+
+async def test_overflow_retries_are_bounded() -> None:
+    class Growing(Recovering):
+        mode = "grow"
+        attempts = 2
+
+    async with Growing() as agent:
+        result = await agent.chat("/error context_overflow")
+    assert result.status == "error" and agent.compactions == 2 and len(requests()) == 3
+    assert agent.errors[0][1].classification == "context_overflow"
+
+
+async def test_failing_compaction_has_stage_recovery() -> None:
+    class Raising(Recovering):
+        def configure_session(self, session: Session) -> Session:
+            def compact(messages: list[dict[str, Any]]) -> None:
+                raise RuntimeError("summarizer down")
+
+            return session.on_compaction(compact).with_context_overflow_recovery()
+
+    async with Raising() as agent:
+        result = await agent.chat("/error context_overflow")
+    assert result.status == "error" and agent.errors[0][1].stage == "recovery"
+    assert "summarizer down" in (result.error or "")
+
+
+def test_default_classifier_recognises_wrapped_context_window_errors() -> None:
+    inner = litellm.ContextWindowExceededError(message="too long", model="m", llm_provider="p")
+    wrapped = MidStreamFallbackError(message="stream failed", model="m", llm_provider="p",
+                                             original_exception=inner)
+    assert default_context_overflow_classifier(inner) == "context_overflow"
+    assert default_context_overflow_classifier(wrapped) == "context_overflow"
+    assert default_context_overflow_classifier("context_length_exceeded: reduce") == "context_overflow"
+    assert default_context_overflow_classifier(RuntimeError("rate limit")) is None
+
+
+async def test_stall_watchdog_fails_a_silent_stream() -> None:
+    class Watched(Failing):
+        def configure_session(self, session: Session) -> Session:
+            return session.with_stream_stall_timeout(300)
+
+    async with Watched() as agent:
+        result = await agent.chat("hello\n/stall 5000")
+    assert result.status == "error" and "stalled" in (result.error or "")
+    assert agent.errors[0][1].stage == "stream"
+    assert result.message["content"] == "echo: "
+
+
+async def test_per_turn_stall_override_disables_the_watchdog() -> None:
+    class Patient(Failing):
+        def configure_session(self, session: Session) -> Session:
+            return session.with_stream_stall_timeout(100)
+
+        def before_turn(self, ctx):  # type: ignore[no-untyped-def]
+            return TurnConfig(chat_stream_stall_timeout_ms=0)
+
+    async with Patient() as agent:
+        result = await agent.chat("hello\n/stall 400")
+    assert result.status == "completed" and result.message["content"] == "echo: hello"
+
+
+async def test_nested_turn_from_a_hook_is_refused() -> None:
+    class Nested(Recorder):
+        refused: list[str] = []
+
+        async def before_turn(self, ctx):  # type: ignore[no-untyped-def]
+            if not self.refused:
+                with pytest.raises(NestedTurnError, match="inside a running turn") as info:
+                    await self.chat("inner")
+                self.refused.append(str(info.value))
+
+    async with Nested() as agent:
+        agent.refused = []
+        result = await agent.chat("outer")
+    assert result.status == "completed" and len(agent.refused) == 1
+
+
+async def test_turn_started_from_on_chat_response_is_allowed() -> None:
+    class FollowUp(Recorder):
+        async def on_chat_response(self, result):  # type: ignore[no-untyped-def]
+            if result.message and result.message["content"] == "echo: first":
+                await self.save_messages([{"role": "user", "content": "second"}])
+
+    async with FollowUp() as agent:
+        await agent.chat("first")
+        texts = [m["content"] for m in await agent.messages()]
+    assert texts == ["first", "echo: first", "second", "echo: second"]

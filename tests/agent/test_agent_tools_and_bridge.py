@@ -1,0 +1,70 @@
+"""The tool decorator's schemas, and the agent's SessionServices (what the HostBridge calls)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent_helpers import Recorder
+from pydantic import BaseModel
+
+from host import Session, tool
+
+
+class Query(BaseModel):
+    text: str
+    limit: int = 10
+
+
+def test_tool_schema_from_a_pydantic_model_and_the_function_gets_the_instance() -> None:
+    @tool(description="search", parameters=Query)
+    def search(q: Query) -> str:
+        return f"{q.text}:{q.limit}"
+
+    assert search.parameters["properties"]["text"]["type"] == "string"
+    assert search.parameters["required"] == ["text"]
+    assert search._call({"text": "cats"}) == "cats:10"
+
+
+def test_tool_schema_from_the_signature_and_docstring() -> None:
+    @tool
+    def add(a: int, b: float = 1.0) -> float:
+        """Adds numbers."""
+        return a + b
+
+    assert add.description == "Adds numbers."
+    assert add.parameters == {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "number"}},
+                              "required": ["a"]}
+
+
+async def test_bridge_send_message_from_inside_a_turn_queues_a_follow_up_turn() -> None:
+    class Queuing(Recorder):
+        queued: list[str] = []
+
+        async def before_turn(self, ctx):  # type: ignore[no-untyped-def]
+            if not self.queued:
+                self.queued.append(await self.bridge_send_message("follow-up", "user"))
+
+    async with Queuing() as agent:
+        agent.queued = []
+        await agent.chat("first")
+        await agent.wait_idle()
+        stored = await agent.messages()
+    assert [m["content"] for m in stored] == ["first", "echo: first", "follow-up", "echo: follow-up"]
+    assert stored[2]["id"] == agent.queued[0]
+
+
+async def test_bridge_messages_context_and_session_info(tmp_path: Path) -> None:
+    class WithMemory(Recorder):
+        def configure_session(self, session: Session) -> Session:
+            return session.with_context("memory", initial="empty")
+
+    async with WithMemory(session_id="s9", workspace=tmp_path / "ws") as agent:
+        await agent.chat("hello")
+        assert agent.workspace_root == (tmp_path / "ws").resolve()
+        assert await agent.bridge_get_context("memory") == "empty"
+        await agent.bridge_set_context("memory", "likes tea", extension="notes")
+        assert await agent.bridge_get_context("memory") == "likes tea"
+        last = await agent.bridge_get_messages(1)
+        info = await agent.bridge_session_info()
+    assert last[0]["role"] == "assistant" and last[0]["content"] == "echo: hello"
+    assert info["sessionId"] == "s9" and info["messageCount"] == 2 and info["modelId"] == "hookwire/scripted"

@@ -56,7 +56,7 @@ SCENES: list[tuple[str, str, dict[str, Any] | None]] = [
      "Hello there", {"mode": "precise", "persona": "a terse ship's navigator"}),
     ("Two extension tools in parallel: calculator and unit converter (Python)",
      '/tool tools_calculator {"expression": "2*(3+4)**2"}\n'
-     '/tool tools_convert_units {"value": 10, "from_unit": "km", "to_unit": "mi"}', None),
+     '/tool tools_convert_units {"value": 10, "from": "km", "to": "mi", "quantity": "length"}', None),
     ("A streaming tool: preliminary results before the final one",
      '/tool tools_count_to {"n": 3}', None),
     ("A tool served by the Node.js extension (written against proto/, no SDK)",

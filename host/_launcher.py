@@ -2,8 +2,8 @@
 
 STANDALONE: the host runs it as
 
-    python -I host/_launcher.py --spec '<json>' -- <command...>
-    python -I host/_launcher.py --probe          # print what this machine can enforce, as JSON
+    python -I -S host/_launcher.py --spec '<json>' -- <command...>
+    python -I -S host/_launcher.py --probe          # print what this machine can enforce, as JSON
 
 It imports only the standard library (no `host` package, no pydantic): it runs on every extension start.
 The spec (built by host/_sandbox.py) says which layers to apply; each one is applied in this order, and if
@@ -18,7 +18,8 @@ REASON` on stderr and exits 125 — it never runs the command with less confinem
   3. rlimits         RLIMIT_AS, RLIMIT_CPU (soft; hard = soft + 1 s -> SIGXCPU, then SIGKILL), RLIMIT_NOFILE
   4. no_new_privs    prctl(PR_SET_NO_NEW_PRIVS): setuid binaries and file capabilities grant nothing
   5. landlock_fs     Landlock: every write-type access is denied except beneath the listed writable
-     landlock_scope  directories and files (reads and exec stay allowed everywhere); with ABI >= 6 also
+     landlock_scope  directories and files, and creating sockets beneath the listed socket directories
+                     (reads and exec stay allowed everywhere); with ABI >= 6 also
                      scoped: no signals to processes outside the sandbox, no abstract Unix sockets out of it
 Then os.execvp(command[0], command) with the inherited environment.
 """
@@ -121,7 +122,7 @@ def _write_rights(abi: int) -> int:
     return rights
 
 
-def apply_landlock(writable_dirs: list[str], writable_files: list[str], scope: bool) -> None:
+def apply_landlock(writable_dirs: list[str], socket_dirs: list[str], writable_files: list[str], scope: bool) -> None:
     abi, why = landlock_abi()
     if abi < 1:
         raise SandboxError("landlock_fs", why)
@@ -139,7 +140,12 @@ def apply_landlock(writable_dirs: list[str], writable_files: list[str], scope: b
         raise SandboxError("landlock_fs", f"landlock_create_ruleset: {_errno_text()}")
     file_rights = FS_WRITE_FILE | (FS_TRUNCATE if abi >= 3 else 0)
     try:
-        for path, rights in [(p, handled) for p in writable_dirs] + [(p, file_rights) for p in writable_files]:
+        rules = (
+            [(p, handled) for p in writable_dirs]
+            + [(p, FS_MAKE_SOCK) for p in socket_dirs]
+            + [(p, file_rights) for p in writable_files]
+        )
+        for path, rights in rules:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError as exc:
@@ -316,7 +322,8 @@ def run(spec: dict[str, Any], command: list[str]) -> None:
         set_no_new_privs()
     landlock = spec.get("landlock")
     if landlock:
-        apply_landlock(landlock["writable_dirs"], landlock["writable_files"], bool(landlock.get("scope")))
+        apply_landlock(landlock["writable_dirs"], landlock.get("socket_dirs", []), landlock["writable_files"],
+                       bool(landlock.get("scope")))
     try:
         os.execvp(command[0], command)
     except OSError as exc:

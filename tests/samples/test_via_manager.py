@@ -156,3 +156,13 @@ async def test_a_failing_router_hook_is_traced_not_raised(mgr: ExtensionManager)
     merged = await mgr.before_turn(TurnSnapshot(system="S", body={"mode": "wild"}), CTX)
     assert merged.patch.temperature is None
     assert any(e.extension == "router" and e.outcome == "error" and "body.mode" in e.detail for e in events)
+
+
+async def test_guard_env_allowlist_reaches_the_process_through_the_manifest(
+    mgr: ExtensionManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GUARD_ALLOW_TOOLS", "scratch_write")
+    await mgr.load(manifest("guard"))
+    assert await mgr.before_tool_call(ToolCallSnapshot(tool_name="scratch_write", tool_call_id="c1"), CTX) is None
+    blocked = await mgr.before_tool_call(ToolCallSnapshot(tool_name="file_write", tool_call_id="c2"), CTX)
+    assert blocked is not None and blocked.action == "block"

@@ -1,0 +1,367 @@
+"""The sandbox: real processes started through host/_launcher.py, each a small Python script."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from host import Manifest, SandboxUnavailable, parse_manifest, plan_launch, sandbox_capabilities
+from host import _sandbox
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox layers are Linux features")
+
+
+def _require(*layers: str) -> None:
+    caps = sandbox_capabilities()["layers"]
+    for layer in layers:
+        if not caps[layer]["available"]:
+            pytest.skip(f"{layer} is not available here: {caps[layer]['detail']}")
+
+
+class Dirs:
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.scratch = base / "scratch"
+        self.runtime = base / "run"
+        self.scratch.mkdir()
+        self.runtime.mkdir()
+
+
+@pytest.fixture
+def dirs() -> Iterator[Dirs]:
+    # Short paths: AF_UNIX socket paths are limited to 108 bytes.
+    with tempfile.TemporaryDirectory(prefix="hwsb-") as base:
+        yield Dirs(Path(base))
+
+
+def _manifest(**fields: Any) -> Manifest:
+    return parse_manifest({"name": "sandboxed-ext", "command": ["python", "main.py"], **fields})
+
+
+def _run(
+    dirs: Dirs, script: str, *, mode: str = "auto", timeout: float = 30, args: list[str] | None = None, **fields: Any
+) -> subprocess.CompletedProcess[str]:
+    path = dirs.base / "script.py"
+    path.write_text(textwrap.dedent(script))
+    plan = plan_launch(
+        _manifest(**fields),
+        command=[sys.executable, str(path), *(args or [])],
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        scratch_dir=dirs.scratch,
+        runtime_dir=dirs.runtime,
+        mode=mode,  # type: ignore[arg-type]
+    )
+    return subprocess.run(plan.argv, env=plan.env, capture_output=True, text=True, timeout=timeout)
+
+
+# ---------------------------------------------------------------- plans
+
+
+def test_mode_off_runs_the_command_itself(dirs: Dirs) -> None:
+    plan = plan_launch(_manifest(), command=["/bin/true", "x"], env={"A": "1"}, scratch_dir=dirs.scratch,
+                       runtime_dir=dirs.runtime, mode="off")
+    assert plan.argv == ["/bin/true", "x"]
+    assert plan.env == {"A": "1"}
+    assert plan.enforced == []
+
+
+def test_auto_plan_goes_through_the_launcher_and_lists_enforced_layers(dirs: Dirs) -> None:
+    _require("landlock_fs", "net_namespace")
+    plan = plan_launch(_manifest(), command=["/bin/true"], env={}, scratch_dir=dirs.scratch,
+                       runtime_dir=dirs.runtime, mode="auto")
+    assert plan.argv[:4] == [sys.executable, "-I", "-S", str(_sandbox.LAUNCHER_PATH)]
+    assert plan.argv[-2:] == ["--", "/bin/true"]
+    assert {"rlimits", "no_new_privs", "net_namespace", "landlock_fs"} <= set(plan.enforced)
+
+
+def test_network_hosts_leave_the_network_open_and_report_the_allowlist_missing(dirs: Dirs) -> None:
+    plan = plan_launch(_manifest(permissions={"network": ["api.example.com"]}), command=["/bin/true"], env={},
+                       scratch_dir=dirs.scratch, runtime_dir=dirs.runtime, mode="auto")
+    assert "network-allowlist" in plan.missing
+    assert "net_namespace" not in plan.enforced
+    assert "proxy" in plan.reasons["network-allowlist"]
+
+
+def test_required_mode_refuses_a_network_allowlist_naming_extension_and_layer(dirs: Dirs) -> None:
+    with pytest.raises(SandboxUnavailable) as info:
+        plan_launch(_manifest(permissions={"network": ["api.example.com"]}), command=["/bin/true"], env={},
+                    scratch_dir=dirs.scratch, runtime_dir=dirs.runtime, mode="required")
+    assert "sandboxed-ext" in str(info.value)
+    assert "network-allowlist" in str(info.value)
+
+
+def test_required_mode_raises_when_a_layer_is_unavailable(dirs: Dirs, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = sandbox_capabilities()
+    fake = {**real, "layers": {**real["layers"], "landlock_fs": {"available": False, "detail": "kernel too old"}}}
+    monkeypatch.setattr(_sandbox, "sandbox_capabilities", lambda: fake)
+    with pytest.raises(SandboxUnavailable) as info:
+        plan_launch(_manifest(), command=["/bin/true"], env={}, scratch_dir=dirs.scratch, runtime_dir=dirs.runtime,
+                    mode="required")
+    assert info.value.extension == "sandboxed-ext"
+    assert info.value.layer == "landlock_fs"
+    assert "kernel too old" in str(info.value)
+
+
+def test_capabilities_describe_every_layer() -> None:
+    caps = sandbox_capabilities()
+    for layer in ("rlimits", "process_limit", "user_namespace", "net_namespace", "network-allowlist",
+                  "no_new_privs", "landlock_fs", "landlock_scope"):
+        assert isinstance(caps["layers"][layer]["available"], bool)
+        assert caps["layers"][layer]["detail"]
+    assert caps["kernel"]
+
+
+# ---------------------------------------------------------------- launcher: fails closed
+
+
+def test_launcher_exits_with_a_message_when_a_promised_layer_fails(dirs: Dirs) -> None:
+    _require("landlock_fs")
+    plan = plan_launch(_manifest(), command=[sys.executable, "-c", "print('ran')"], env={},
+                       scratch_dir=dirs.base / "does-not-exist", runtime_dir=dirs.runtime, mode="auto")
+    done = subprocess.run(plan.argv, env=plan.env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 125
+    assert "ran" not in done.stdout
+    assert "hookwire-sandbox: extension 'sandboxed-ext': cannot apply landlock_fs" in done.stderr
+
+
+# ---------------------------------------------------------------- rlimits
+
+
+def test_memory_bomb_dies_under_the_memory_limit(dirs: Dirs) -> None:
+    _require("rlimits")
+    done = _run(dirs, """
+        block = bytearray(600 * 1024 * 1024)
+        print("allocated", len(block))
+    """, limits={"memoryMb": 128})
+    assert done.returncode != 0
+    assert "allocated" not in done.stdout
+    assert "MemoryError" in done.stderr or done.returncode < 0
+
+
+def test_cpu_spin_is_killed_by_the_cpu_limit(dirs: Dirs) -> None:
+    _require("rlimits")
+    done = _run(dirs, """
+        while True:
+            pass
+    """, limits={"cpuSeconds": 1}, timeout=30)
+    assert done.returncode in (-signal.SIGXCPU, -signal.SIGKILL)
+
+
+def test_open_files_limit_applies(dirs: Dirs) -> None:
+    _require("rlimits")
+    done = _run(dirs, """
+        import resource
+        print(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    """, limits={"openFiles": 40})
+    assert done.stdout.strip() == "40"
+
+
+FORK_BOMB = """
+    import os, sys
+    read_end, write_end = os.pipe()
+    started = 0
+    for _ in range(200):  # bounded even if the limit fails
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            os.close(write_end)
+            os.read(read_end, 1)  # park until the parent closes the pipe
+            os._exit(0)
+        started += 1
+    os.close(write_end)
+    for _ in range(started):
+        os.wait()
+    print(started)
+"""
+
+
+def test_fork_bomb_is_contained_by_the_process_limit(dirs: Dirs) -> None:
+    _require("process_limit")
+    done = _run(dirs, FORK_BOMB, limits={"processes": 8})
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) < 8
+
+
+def test_fork_bomb_script_forks_freely_without_the_sandbox(dirs: Dirs) -> None:
+    done = _run(dirs, FORK_BOMB, mode="off", limits={"processes": 8})
+    assert int(done.stdout) == 200
+
+
+# ---------------------------------------------------------------- no_new_privs, namespaces
+
+
+def test_no_new_privs_is_set(dirs: Dirs) -> None:
+    _require("no_new_privs")
+    done = _run(dirs, """
+        status = open("/proc/self/status").read()
+        print(status.split("NoNewPrivs:")[1].split()[0])
+    """)
+    assert done.stdout.strip() == "1"
+
+
+@pytest.fixture
+def tcp_server() -> Iterator[int]:
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
+CONNECT = """
+    import socket, sys
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5).close()
+        print("connected")
+    except OSError as exc:
+        print("refused", exc)
+"""
+
+
+def test_network_is_unreachable_without_network_permission(dirs: Dirs, tcp_server: int) -> None:
+    _require("net_namespace")
+    done = _run(dirs, CONNECT, args=[str(tcp_server)])
+    assert done.stdout.startswith("refused"), done.stdout + done.stderr
+
+
+def test_network_works_with_sandbox_off(dirs: Dirs, tcp_server: int) -> None:
+    done = _run(dirs, CONNECT, mode="off", args=[str(tcp_server)])
+    assert done.stdout.strip() == "connected", done.stderr
+
+
+def test_unix_socket_in_the_runtime_dir_is_reachable_from_the_sandbox(dirs: Dirs) -> None:
+    _require("net_namespace", "landlock_fs")
+    path = dirs.runtime / "echo.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+
+    def echo() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.sendall(conn.recv(64))
+
+    thread = threading.Thread(target=echo, daemon=True)
+    thread.start()
+    done = _run(dirs, """
+        import socket, sys
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sys.argv[1])
+        s.sendall(b"ping")
+        print(s.recv(64).decode())
+    """, args=[str(path)])
+    thread.join(timeout=10)
+    server.close()
+    assert done.stdout.strip() == "ping", done.stderr
+
+
+def test_extension_can_bind_its_socket_in_the_runtime_dir(dirs: Dirs) -> None:
+    _require("landlock_fs")
+    done = _run(dirs, """
+        import socket, sys
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(sys.argv[1])
+        print("bound")
+    """, args=[str(dirs.runtime / "ext.sock")])
+    assert done.stdout.strip() == "bound", done.stderr
+
+
+# ---------------------------------------------------------------- filesystem
+
+
+WRITE = """
+    import sys
+    try:
+        open(sys.argv[1], "w").write("x")
+        print("written")
+    except OSError as exc:
+        print("denied", exc.errno)
+"""
+
+
+def test_write_inside_scratch_works(dirs: Dirs) -> None:
+    _require("landlock_fs")
+    done = _run(dirs, WRITE, args=[str(dirs.scratch / "out.txt")])
+    assert done.stdout.strip() == "written", done.stderr
+    assert (dirs.scratch / "out.txt").read_text() == "x"
+
+
+def test_write_outside_scratch_is_denied(dirs: Dirs) -> None:
+    _require("landlock_fs")
+    done = _run(dirs, WRITE, args=[str(dirs.base / "outside.txt")])
+    assert done.stdout.startswith("denied"), done.stdout + done.stderr
+    assert not (dirs.base / "outside.txt").exists()
+
+
+def test_regular_files_cannot_be_written_in_the_runtime_dir(dirs: Dirs) -> None:
+    _require("landlock_fs")
+    done = _run(dirs, WRITE, args=[str(dirs.runtime / "planted.txt")])
+    assert done.stdout.startswith("denied"), done.stdout + done.stderr
+
+
+def test_tempfiles_go_to_scratch(dirs: Dirs) -> None:
+    _require("landlock_fs")
+    done = _run(dirs, """
+        import tempfile
+        with tempfile.NamedTemporaryFile(delete=False) as fh:
+            print(fh.name)
+    """)
+    assert done.stdout.strip().startswith(str(dirs.scratch.resolve())), done.stderr
+
+
+def test_signals_to_processes_outside_the_sandbox_are_refused(dirs: Dirs) -> None:
+    _require("landlock_scope")
+    outsider = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        done = _run(dirs, """
+            import os, signal, sys
+            try:
+                os.kill(int(sys.argv[1]), signal.SIGTERM)
+                print("sent")
+            except PermissionError:
+                print("refused")
+        """, args=[str(outsider.pid)])
+        assert done.stdout.strip() == "refused", done.stderr
+        assert outsider.poll() is None
+    finally:
+        outsider.kill()
+        outsider.wait()
+
+
+def test_launcher_imports_only_the_standard_library() -> None:
+    import ast
+
+    tree = ast.parse(_sandbox.LAUNCHER_PATH.read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert imported - {"__future__"} <= set(sys.stdlib_module_names)

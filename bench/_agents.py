@@ -8,7 +8,7 @@ from typing import Any
 
 from host import Agent, ExtensionManager, tool
 
-from ._common import ALL_HOOKS, Config, bench_manifest
+from ._common import ALL_HOOKS, Config, bench_manifest, ext_cpu_s
 
 #: A 3-step turn with 2 tool calls: step 1 calls lookup, step 2 calls lookup, step 3 answers.
 THREE_STEP_TURN = '/tool lookup {"key": "alpha"}\n/next\n/tool lookup {"key": "beta"}\n/next\ndone'
@@ -30,13 +30,21 @@ class BenchAgent(Agent):
 
 async def timed_turn(manager: ExtensionManager | None, message: str) -> float:
     """Wall seconds of one chat() on a fresh agent (fresh session: no history growth across runs)."""
+    return (await measured_turn(manager, message))[0]
+
+
+async def measured_turn(manager: ExtensionManager | None, message: str) -> tuple[float, float, float]:
+    """(wall s, host CPU s, extensions' CPU s) of one chat() on a fresh agent (a fresh session each time)."""
+    infos = manager.extensions() if manager is not None else []
     async with BenchAgent(manager=manager, session_id=f"bench-{next(_ids)}") as agent:
-        t0 = time.perf_counter()
+        e0 = ext_cpu_s(infos)
+        c0, t0 = time.process_time(), time.perf_counter()
         result = await agent.chat(message)
-        elapsed = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        ext = ext_cpu_s(infos) - e0
     if result.status != "completed":
         raise RuntimeError(f"benchmark turn ended {result.status}: {result.error}")
-    return elapsed
+    return wall, cpu, ext
 
 
 async def all_hook_manager(cfg: Config, count: int, prefix: str) -> ExtensionManager:

@@ -198,6 +198,17 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ext_cpu_s(infos: Sequence[Any]) -> float:
+    """Total CPU seconds used so far by the processes of these ExtensionInfos."""
+    return sum(proc_cpu_s(i.pid) for i in infos if i.pid is not None)
+
+
 @dataclass
 class Section:
     """What one benchmark returns: its keys, plus notes (free text) and extra figures not in the key set."""

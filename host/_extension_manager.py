@@ -34,7 +34,7 @@ from ._extension_errors import (
     ExtensionUnloadedError,
 )
 from ._extension_process import ExtensionProcess
-from ._extension_state import ExtensionInfo, ExtensionTool, _Ext, tls_credentials
+from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime, tls_credentials
 from ._manifest import HOOK_NAMES, Manifest, load_manifest
 from ._snapshots import (
     CallContext,
@@ -77,10 +77,10 @@ class ExtensionManager:
         self._sandbox_mode: SandboxMode = sandbox
         self._runtime_parent = runtime_dir
         self._runtime: Path | None = None
-        self._exts: dict[str, _Ext] = {}
+        self._exts: dict[str, ExtensionRuntime] = {}
         self._unloaded: set[str] = set()  # tool prefixes of unloaded extensions
-        self._tool_index: dict[str, tuple[_Ext, str]] = {}
-        self._sub_cache: dict[str, list[_Ext]] = {}
+        self._tool_index: dict[str, tuple[ExtensionRuntime, str]] = {}
+        self._sub_cache: dict[str, list[ExtensionRuntime]] = {}
         self._listeners: list[Callable[[TraceEvent], None]] = []
         self._bridge: Any = None
         self._bridge_lock = asyncio.Lock()
@@ -115,7 +115,7 @@ class ExtensionManager:
         if self._closed:
             raise ExtensionError("the extension manager is closed")
         parsed = [m if isinstance(m, Manifest) else load_manifest(m) for m in manifests]
-        exts: list[_Ext] = []
+        exts: list[ExtensionRuntime] = []
         for m in parsed:
             src = m.source or "<inline manifest>"
             if m.name in self._exts or any(e.name == m.name for e in exts):
@@ -130,7 +130,7 @@ class ExtensionManager:
                     extension=m.name,
                     manifest=src,
                 )
-            exts.append(_Ext(m))
+            exts.append(ExtensionRuntime(m))
         for ext in exts:
             self._exts[ext.name] = ext
             self._unloaded.discard(ext.prefix)
@@ -151,7 +151,7 @@ class ExtensionManager:
             )
         return [ext.info() for ext in exts]
 
-    async def _discard(self, exts: list[_Ext]) -> None:
+    async def _discard(self, exts: list[ExtensionRuntime]) -> None:
         """Stop and forget extensions whose load failed or was cancelled."""
         await asyncio.gather(*(self._stop(ext) for ext in exts), return_exceptions=True)
         for ext in exts:
@@ -159,7 +159,7 @@ class ExtensionManager:
                 del self._exts[ext.name]
         self._changed()
 
-    def _env(self, ext: _Ext, socket_path: Path, scratch: Path, bridge_target: str | None) -> dict[str, str]:
+    def _env(self, ext: ExtensionRuntime, socket_path: Path, scratch: Path, bridge_target: str | None) -> dict[str, str]:
         env = {k: os.environ[k] for k in _PASSTHROUGH_ENV if k in os.environ}
         for k in ext.manifest.env:
             if k in os.environ:
@@ -175,7 +175,7 @@ class ExtensionManager:
             env["HOOKWIRE_HOST_ADDRESS"] = bridge_target
         return env
 
-    def _plan(self, ext: _Ext, command: list[str], env: dict[str, str], scratch: Path) -> tuple[list[str], dict[str, str]]:
+    def _plan(self, ext: ExtensionRuntime, command: list[str], env: dict[str, str], scratch: Path) -> tuple[list[str], dict[str, str]]:
         """The launch argv/env through host._sandbox (when present)."""
         if importlib.util.find_spec("host._sandbox") is None:
             return command, env
@@ -194,7 +194,7 @@ class ExtensionManager:
         ext.enforced, ext.missing = list(plan.enforced), list(plan.missing)
         return list(plan.argv), dict(plan.env)
 
-    async def _bridge_target(self, ext: _Ext) -> str | None:
+    async def _bridge_target(self, ext: ExtensionRuntime) -> str | None:
         if not ext.manifest.permissions.grants_bridge():
             return None
         async with self._bridge_lock:
@@ -215,7 +215,7 @@ class ExtensionManager:
             self._bridge.register_extension(ext.token, ext.manifest)
             return str(self._bridge.target)
 
-    async def _start(self, ext: _Ext) -> None:
+    async def _start(self, ext: ExtensionRuntime) -> None:
         """Start (or restart) one extension: spawn, handshake, connect, Describe."""
         m = ext.manifest
         where = f"extension {ext.name!r} (manifest {ext.manifest_file})"
@@ -293,7 +293,7 @@ class ExtensionManager:
         if ext.proc is not None:
             ext.watcher = asyncio.ensure_future(self._watch(ext, ext.proc))
 
-    def _adopt(self, ext: _Ext, conn: ExtensionConnection, desc: pb.DescribeResponse) -> None:
+    def _adopt(self, ext: ExtensionRuntime, conn: ExtensionConnection, desc: pb.DescribeResponse) -> None:
         ext.describe = desc
         ext.conn = conn
         served = [h for h in desc.hooks if h in HOOK_NAMES]
@@ -340,13 +340,13 @@ class ExtensionManager:
 
     # -- supervision ---------------------------------------------------------------------------
 
-    async def _watch(self, ext: _Ext, proc: ExtensionProcess) -> None:
+    async def _watch(self, ext: ExtensionRuntime, proc: ExtensionProcess) -> None:
         code = await proc.wait()
         if ext.stopping or ext.proc is not proc or self._closed:
             return
         await self._crashed(ext, f"exited with code {code}", proc.stderr_tail())
 
-    async def _crashed(self, ext: _Ext, why: str, tail: list[str]) -> None:
+    async def _crashed(self, ext: ExtensionRuntime, why: str, tail: list[str]) -> None:
         conn, ext.conn = ext.conn, None
         if conn is not None:
             ext.dropped_base += conn.dropped
@@ -370,7 +370,7 @@ class ExtensionManager:
         self._trace("lifecycle", ext.name, "error", detail=f"{why}; restarting")
         ext.restarter = asyncio.ensure_future(self._restart_later(ext, delay))
 
-    async def _restart_later(self, ext: _Ext, delay: float) -> None:
+    async def _restart_later(self, ext: ExtensionRuntime, delay: float) -> None:
         await asyncio.sleep(delay)
         if ext.stopping or self._closed:
             return
@@ -385,7 +385,7 @@ class ExtensionManager:
 
     # -- unloading and closing -----------------------------------------------------------------
 
-    async def _stop(self, ext: _Ext) -> None:
+    async def _stop(self, ext: ExtensionRuntime) -> None:
         ext.stopping = True
         for task in (ext.restarter, ext.watcher):
             if task is not None and not task.done() and task is not asyncio.current_task():
@@ -463,7 +463,7 @@ class ExtensionManager:
         """Names of the loaded extensions serving `hook`, in load order."""
         return [ext.name for ext in self._exts.values() if hook in ext.hooks]
 
-    def _subs(self, hook: str) -> list[_Ext]:
+    def _subs(self, hook: str) -> list[ExtensionRuntime]:
         subs = self._sub_cache.get(hook)
         if subs is None:
             subs = [ext for ext in self._exts.values() if hook in ext.hooks]
@@ -493,13 +493,13 @@ class ExtensionManager:
             except Exception:  # noqa: BLE001 - a listener must not break dispatch
                 log.exception("trace listener %r failed", fn)
 
-    def _observation_error(self, ext: _Ext, err: pb.HookError) -> None:
+    def _observation_error(self, ext: ExtensionRuntime, err: pb.HookError) -> None:
         log.warning("extension %r %s: %s: %s", ext.name, err.hook or "observation", err.name, err.message)
         self._trace(err.hook or "observation", ext.name, "error", detail=f"{err.name}: {err.message}")
 
     # -- awaited hooks -------------------------------------------------------------------------
 
-    async def _call(self, ext: _Ext, hook: str, frame: pb.HostFrame,
+    async def _call(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame,
                     context: CallContext | None) -> tuple[pb.ExtensionFrame | None, str, str, float]:
         """(reply or None, outcome, detail, latency ms). Never raises (but CancelledError)."""
         t0 = time.perf_counter()
@@ -562,7 +562,7 @@ class ExtensionManager:
                         detail=problems_text, context=context)
         return MergedTurnPatch(patch=TurnPatch.model_construct(**merged), provenance=provenance)
 
-    def _hook_failed(self, ext: _Ext, hook: str, outcome: str, detail: str, ms: float,
+    def _hook_failed(self, ext: ExtensionRuntime, hook: str, outcome: str, detail: str, ms: float,
                      context: CallContext | None) -> None:
         log.warning("extension %r %s failed (%s): %s", ext.name, hook, outcome, detail)
         self._trace(hook, ext.name, outcome, latency_ms=ms, detail=detail, context=context)
@@ -595,7 +595,7 @@ class ExtensionManager:
                     return decision
         return None
 
-    async def _decide(self, ext: _Ext, ctx: pb.CallContext, snap: pb.ToolCallSnapshot,
+    async def _decide(self, ext: ExtensionRuntime, ctx: pb.CallContext, snap: pb.ToolCallSnapshot,
                       context: CallContext | None) -> ExtensionDecision | None:
         hook = "beforeToolCall"
         frame = pb.HostFrame(before_tool_call=pb.BeforeToolCallRequest(context=ctx, snapshot=snap, want_decision=True))
@@ -627,7 +627,7 @@ class ExtensionManager:
             return ExtensionDecision(action="allow", input=fields["input"], has_input=True, extension=ext.name)
         return None
 
-    def _decider_failed(self, ext: _Ext, tool: str, outcome: str, detail: str, ms: float,
+    def _decider_failed(self, ext: ExtensionRuntime, tool: str, outcome: str, detail: str, ms: float,
                         context: CallContext | None) -> ExtensionDecision | None:
         hook = "beforeToolCall"
         if ext.manifest.hook_policy(hook).failure == "closed":
@@ -677,7 +677,7 @@ class ExtensionManager:
         if waits:
             await asyncio.gather(*waits)
 
-    async def _flush_one(self, ext: _Ext, conn: ExtensionConnection) -> None:
+    async def _flush_one(self, ext: ExtensionRuntime, conn: ExtensionConnection) -> None:
         timeout = ext.manifest.timeouts.hook_ms / 1000
         if not await conn.flush(timeout):
             log.warning("extension %r: observations not acknowledged within %.0f ms", ext.name, timeout * 1000)
@@ -723,6 +723,20 @@ class ExtensionManager:
             self._trace(f"tool:{tool}", ext.name, "error", latency_ms=(time.perf_counter() - t0) * 1000,
                         detail=str(exc), context=context)
             raise
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the caller was cancelled
+            # grpc cancels calls on a channel closed under them: the extension crashed or was unloaded.
+            self._trace(f"tool:{tool}", ext.name, "error", latency_ms=(time.perf_counter() - t0) * 1000,
+                        detail="connection closed during the call", context=context)
+            if self._exts.get(ext.name) is not ext:
+                raise ExtensionUnloadedError(
+                    f"tool {name!r}: extension {ext.name!r} has been unloaded", extension=ext.name
+                ) from None
+            raise ExtensionUnavailableError(
+                f"tool {name!r}: extension {ext.name!r} went away during the call", extension=ext.name
+            ) from None
         except grpc.aio.AioRpcError as exc:
             ms = (time.perf_counter() - t0) * 1000
             self._trace(f"tool:{tool}", ext.name, "error", latency_ms=ms, detail=str(exc.details()), context=context)

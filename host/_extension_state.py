@@ -1,4 +1,4 @@
-"""The state of one loaded extension (`_Ext`) and the public views of it (ExtensionInfo, ExtensionTool)."""
+"""The state of one loaded extension (`ExtensionRuntime`) and the public views of it (ExtensionInfo, ExtensionTool)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class ExtensionTool(BaseModel):
     tool: str
 
 
-class _Ext:
+class ExtensionRuntime:
     """Runtime state of one loaded extension."""
 
     def __init__(self, manifest: Manifest) -> None:

@@ -183,3 +183,12 @@ async def test_cancelled_load_leaves_no_process_and_no_entry(manager: ExtensionM
         await loading
     assert manager.extensions() == []
     assert await wait_until(lambda: not pids_with_arg(marker), 5)
+
+
+async def test_unload_during_a_tool_call_raises_unloaded(manager: ExtensionManager, tools_manifest: Path) -> None:
+    await manager.load(tools_manifest)
+    call = asyncio.ensure_future(manager.execute_tool("test_tools_nap", {"seconds": 30}))
+    await asyncio.sleep(0.3)
+    await manager.unload("test-tools")
+    with pytest.raises(ExtensionUnloadedError, match="has been unloaded"):
+        await asyncio.wait_for(call, 10)

@@ -22,9 +22,22 @@ Depends only on grpcio, grpcio-health-checking and protobuf. Generated protocol 
 
 __version__ = "0.1.0"
 
+from ._call_context import CallInfo, current_call
 from ._convert import HOOK_NAMES
 from ._extension import Extension, HookDef, ToolDef
 from ._host_client import Host, HostError, SyncHost
 from ._serve import MAGIC_COOKIE
 
-__all__ = ["HOOK_NAMES", "MAGIC_COOKIE", "Extension", "HookDef", "Host", "HostError", "SyncHost", "ToolDef", "__version__"]
+__all__ = [
+    "HOOK_NAMES",
+    "MAGIC_COOKIE",
+    "CallInfo",
+    "Extension",
+    "HookDef",
+    "Host",
+    "HostError",
+    "SyncHost",
+    "ToolDef",
+    "__version__",
+    "current_call",
+]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import hmac
 import inspect
@@ -29,6 +30,7 @@ from ._convert import (
     turn_patch,
     turn_snapshot,
 )
+from ._call_context import set_current_call
 from ._extension import Extension, HookDef, ToolDef
 from ._host_client import Host, HostConnection
 from .proto import PROTOCOL_VERSION, TOKEN_METADATA_KEY, extension_pb2 as pb, extension_pb2_grpc as pb_grpc
@@ -113,9 +115,10 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
     def _host(self, session_id: str) -> Host | None:
         return Host(self._conn, session_id) if self._conn is not None else None
 
-    async def _call_hook(self, hook: HookDef, snapshot: dict[str, Any], session_id: str) -> Any:
+    async def _call_hook(self, hook: HookDef, snapshot: dict[str, Any], context: pb.CallContext) -> Any:
+        set_current_call(context)
         if hook.wants_host:
-            result = hook.fn(snapshot, Host(self._conn, session_id) if self._conn is not None else None)
+            result = hook.fn(snapshot, self._host(context.session_id))
         else:
             result = hook.fn(snapshot)
         if hook.is_async or inspect.isawaitable(result):
@@ -131,7 +134,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
         if hook is None:
             return pb.BeforeTurnResponse()
         try:
-            result = await self._call_hook(hook, turn_snapshot(request.snapshot), request.context.session_id)
+            result = await self._call_hook(hook, turn_snapshot(request.snapshot), request.context)
             patch = turn_patch(result)
         except Exception as exc:
             return pb.BeforeTurnResponse(error=self._failed("beforeTurn", exc))
@@ -142,27 +145,27 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
         if hook is None:
             return pb.BeforeToolCallResponse()
         try:
-            result = await self._call_hook(hook, tool_call_snapshot(request.snapshot), request.context.session_id)
+            result = await self._call_hook(hook, tool_call_snapshot(request.snapshot), request.context)
             decision = tool_decision(result)
         except Exception as exc:
             return pb.BeforeToolCallResponse(error=self._failed("beforeToolCall", exc))
         return pb.BeforeToolCallResponse(decision=decision) if decision is not None else pb.BeforeToolCallResponse()
 
     async def _observe_one(
-        self, name: str, build: Callable[[Any], dict[str, Any]], snapshot: Any, session_id: str
+        self, name: str, build: Callable[[Any], dict[str, Any]], snapshot: Any, context: pb.CallContext
     ) -> pb.HookAck:
         hook = self._hooks.get(name)
         if hook is None:
             return pb.HookAck()
         try:
-            await self._call_hook(hook, build(snapshot), session_id)
+            await self._call_hook(hook, build(snapshot), context)
         except Exception as exc:
             return pb.HookAck(error=self._failed(name, exc))
         return pb.HookAck()
 
     async def _observe(self, batch: pb.ObservationBatch) -> pb.ObservationAck:
         hooks = self._hooks
-        session_id = batch.context.session_id
+        context = batch.context
         errors: list[pb.HookError] = []
         handled = 0
         for item in batch.items:
@@ -175,7 +178,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
             if hook is None:
                 continue
             try:
-                await self._call_hook(hook, spec[1](getattr(item, kind)), session_id)
+                await self._call_hook(hook, spec[1](getattr(item, kind)), context)
             except Exception as exc:
                 errors.append(self._failed(spec[0], exc))
         return pb.ObservationAck(handled=handled, errors=errors)
@@ -211,14 +214,14 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
 
     async def AfterToolCall(self, request: pb.AfterToolCallRequest, context: Any) -> pb.HookAck:
         return await self._observe_one(
-            "afterToolCall", tool_result_snapshot, request.snapshot, request.context.session_id
+            "afterToolCall", tool_result_snapshot, request.snapshot, request.context
         )
 
     async def OnStepFinish(self, request: pb.OnStepFinishRequest, context: Any) -> pb.HookAck:
-        return await self._observe_one("onStepFinish", step_snapshot, request.snapshot, request.context.session_id)
+        return await self._observe_one("onStepFinish", step_snapshot, request.snapshot, request.context)
 
     async def OnChunk(self, request: pb.OnChunkRequest, context: Any) -> pb.HookAck:
-        return await self._observe_one("onChunk", chunk_snapshot, request.snapshot, request.context.session_id)
+        return await self._observe_one("onChunk", chunk_snapshot, request.snapshot, request.context)
 
     async def Observe(self, request: pb.ObservationBatch, context: Any) -> pb.ObservationAck:
         return await self._observe(request)
@@ -264,6 +267,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
             args = {}
         if tool.model is not None:
             args = tool.model.model_validate(args)
+        set_current_call(request.context)
         call_args = (args, self._host(request.context.session_id)) if tool.wants_host else (args,)
         loop = asyncio.get_running_loop()
         if tool.is_async_gen:
@@ -275,10 +279,10 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
             yield pb.ToolEvent(output_json=encode_json(None if pending is _MISSING else pending))
             return
         if tool.streaming:  # a sync generator: advance it in a worker thread
-            gen = await loop.run_in_executor(self._executor, functools.partial(tool.fn, *call_args))
+            gen = await loop.run_in_executor(self._executor, contextvars.copy_context().run, functools.partial(tool.fn, *call_args))
             pending = _MISSING
             while True:
-                value = await loop.run_in_executor(self._executor, next, gen, _MISSING)
+                value = await loop.run_in_executor(self._executor, contextvars.copy_context().run, next, gen, _MISSING)
                 if value is _MISSING:
                     break
                 if pending is not _MISSING:
@@ -289,7 +293,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
         if tool.is_async:
             result = await tool.fn(*call_args)
         else:
-            result = await loop.run_in_executor(self._executor, functools.partial(tool.fn, *call_args))
+            result = await loop.run_in_executor(self._executor, contextvars.copy_context().run, functools.partial(tool.fn, *call_args))
             if inspect.isawaitable(result):
                 result = await result
         yield pb.ToolEvent(output_json=encode_json(result))

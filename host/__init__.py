@@ -42,7 +42,6 @@ from ._extension_errors import (  # noqa: E402
     ExtensionUnloadedError,
 )
 from ._extension_manager import ExtensionInfo, ExtensionManager, ExtensionTool  # noqa: E402
-from ._scripted_model import SCRIPTED_MODEL, register_scripted_model  # noqa: E402
 from ._store import MessageStore, StoreError, StoreVersionError  # noqa: E402
 
 from ._agent import Agent  # noqa: E402
@@ -68,4 +67,14 @@ from ._turn_types import (  # noqa: E402
     Usage,
 )
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+
+def __getattr__(name: str) -> object:
+    # The scripted model subclasses litellm's CustomLLM, and litellm takes ~2 s to import: load it on first use.
+    if name in ("SCRIPTED_MODEL", "register_scripted_model"):
+        from . import _scripted_model
+
+        return getattr(_scripted_model, name)
+    raise AttributeError(f"module 'host' has no attribute {name!r}")
+
+
+__all__ = [name for name in dir() if not name.startswith("_")] + ["SCRIPTED_MODEL", "register_scripted_model"]

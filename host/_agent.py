@@ -136,6 +136,7 @@ class Agent:
         self._submissions: dict[str, asyncio.Task[ChatResponseResult]] = {}
         self._turn_trace: list[TraceEvent] | None = None
         self._turn_rid = ""
+        self._turn_provenance: dict[str, str] = {}
         self._chunk_subscribed = False
         self._started = False
 
@@ -406,6 +407,7 @@ class Agent:
             async with self._lock:
                 token = _active_turn.set(self)
                 self._turn_trace, self._turn_rid = [], req.request_id
+                self._turn_provenance = {}
                 try:
                     try:
                         result = await self._execute(req)
@@ -421,6 +423,7 @@ class Agent:
                     result.failed_open = sorted(
                         {e.extension for e in result.trace if e.outcome in _TRACE_FAILURES}
                     )
+                    result.provenance = dict(self._turn_provenance)
                 finally:
                     self._turn_trace, self._turn_rid = None, ""
                     _active_turn.reset(token)
@@ -629,6 +632,7 @@ class Agent:
                 model_id=cfg.model or ctx.model,
             )
             merged = await self._manager.before_turn(snapshot, self._cc())
+            self._turn_provenance = dict(merged.provenance) if merged is not None else {}
             patch = merged.patch.set_fields() if merged is not None else {}
             for key, value in patch.items():
                 if key in ("headers", "provider_options"):

@@ -17,7 +17,7 @@ from typing import Any
 from ._agent import Agent
 from ._extension_manager import ExtensionManager
 from ._tools import tool
-from ._trace_format import format_trace
+from ._trace_format import format_trace, render_chunk
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_extensions"
 DEMO_EXTENSIONS = ["router", "guard", "tools", "audit_log", "token_meter", "node_echo"]
@@ -41,13 +41,7 @@ class DemoAgent(Agent):
         return {"delete_file": delete_file}
 
     def on_chunk(self, ctx: Any) -> None:
-        chunk = ctx.chunk
-        if chunk.type == "text-delta":
-            sys.stdout.write(chunk.text or "")
-        elif chunk.type == "tool-call":
-            sys.stdout.write(f"\n  [model calls {chunk.tool_name} {json.dumps(chunk.input)}]\n  ")
-        elif chunk.type == "tool-result" and chunk.preliminary:
-            sys.stdout.write(f"[{chunk.tool_name} preliminary: {json.dumps(chunk.output)}] ")
+        sys.stdout.write(render_chunk(ctx.chunk))
         sys.stdout.flush()
 
 
@@ -91,7 +85,7 @@ async def run_demo(sandbox: str = "auto") -> int:
                 sys.stdout.write("assistant> ")
                 result = await agent.chat(prompt, body=body)
                 print(f"\n[status: {result.status}]")
-                print(format_trace(result.trace, getattr(result, "provenance", None)))
+                print(format_trace(result.trace, result.provenance))
             audit = sorted((workdir / "workspace").rglob("*.jsonl"))
             print("\n=== What the audit_log extension wrote through the HostBridge:")
             for path in audit:

@@ -166,6 +166,11 @@ class ExtensionConnection:
                 self.name, dropped, self.dropped,
             )
 
+    @property
+    def enqueued(self) -> int:
+        """How many observations were ever enqueued on this connection."""
+        return self._enq_seq
+
     async def flush(self, timeout_s: float) -> bool:
         """Wait until everything enqueued so far was handled (acked) by the extension. False on timeout."""
         target = self._enq_seq

@@ -82,6 +82,7 @@ class ExtensionManager:
         self._tool_index: dict[str, tuple[ExtensionRuntime, str]] = {}
         self._sub_cache: dict[str, list[ExtensionRuntime]] = {}
         self._listeners: list[Callable[[TraceEvent], None]] = []
+        self._flush_marks: dict[str, tuple[int, int]] = {}  # extension -> (enqueued, dropped) at its last flush
         self._bridge: Any = None
         self._bridge_lock = asyncio.Lock()
         self._sessions: dict[str, SessionServices] = {}
@@ -540,6 +541,7 @@ class ExtensionManager:
                 self._hook_failed(ext, "beforeTurn", "error", f"{e.name}: {e.message}", ms, context)
                 continue
             problems_text = ""
+            values: dict[str, Any] = {}
             if resp.HasField("config"):
                 values, problems = patch_from_proto(resp.config)
                 for p in problems:
@@ -558,8 +560,9 @@ class ExtensionManager:
                     system = values["system"]
                 if "active_tools" in values:
                     tool_names = list(values["active_tools"])
+            set_text = "set " + ", ".join(camel(k) for k in values) if values else ""
             self._trace("beforeTurn", ext.name, "error" if problems_text else "ok", latency_ms=ms,
-                        detail=problems_text, context=context)
+                        detail="; ".join(t for t in (set_text, problems_text) if t), context=context)
         return MergedTurnPatch(patch=TurnPatch.model_construct(**merged), provenance=provenance)
 
     def _hook_failed(self, ext: ExtensionRuntime, hook: str, outcome: str, detail: str, ms: float,
@@ -673,15 +676,27 @@ class ExtensionManager:
         for ext in self._exts.values():
             conn = ext.conn
             if conn is not None:
-                waits.append(self._flush_one(ext, conn))
+                waits.append(self._flush_one(ext, conn, context))
         if waits:
             await asyncio.gather(*waits)
 
-    async def _flush_one(self, ext: ExtensionRuntime, conn: ExtensionConnection) -> None:
+    async def _flush_one(self, ext: ExtensionRuntime, conn: ExtensionConnection, context: CallContext | None) -> None:
         timeout = ext.manifest.timeouts.hook_ms / 1000
+        sent, dropped = conn.enqueued, conn.dropped
+        last_sent, last_dropped = self._flush_marks.get(ext.name, (0, 0))
+        t0 = time.perf_counter()
         if not await conn.flush(timeout):
             log.warning("extension %r: observations not acknowledged within %.0f ms", ext.name, timeout * 1000)
-            self._trace("flush", ext.name, "timeout", detail=f"not acknowledged within {timeout * 1000:.0f} ms")
+            self._trace("observe", ext.name, "timeout", detail=f"not acknowledged within {timeout * 1000:.0f} ms",
+                        context=context)
+            return
+        self._flush_marks[ext.name] = (sent, dropped)
+        if sent > last_sent:
+            detail = f"{sent - last_sent} observation(s) delivered in order"
+            if dropped > last_dropped:
+                detail += f", {dropped - last_dropped} oldest onChunk dropped (extension too slow)"
+            self._trace("observe", ext.name, "ok", latency_ms=(time.perf_counter() - t0) * 1000, detail=detail,
+                        context=context)
 
     # -- tools ---------------------------------------------------------------------------------
 

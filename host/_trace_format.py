@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ._snapshots import TraceEvent
 
@@ -36,3 +38,14 @@ def format_trace(events: Iterable[TraceEvent], provenance: Mapping[str, str] | N
         for field, ext in provenance.items():
             lines.append(f"  {field:<20} <- {ext}")
     return "\n".join(lines)
+
+
+def render_chunk(chunk: Any) -> str:
+    """What a person watching the stream should see of one chunk ("" for chunks worth no output)."""
+    if chunk.type == "text-delta":
+        return chunk.text or ""
+    if chunk.type == "tool-call":
+        return f"\n  [model calls {chunk.tool_name} {json.dumps(chunk.input)}]\n  "
+    if chunk.type == "tool-result" and chunk.preliminary:
+        return f"[{chunk.tool_name} preliminary: {json.dumps(chunk.output)}] "
+    return ""

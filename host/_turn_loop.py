@@ -18,8 +18,6 @@ from typing import Any, Protocol
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import litellm  # noqa: E402
-
 from ._chat_errors import ChatStreamStallError, TurnAborted  # noqa: E402
 from ._session import maybe_await  # noqa: E402
 from ._tools import Tool, ToolInputError  # noqa: E402
@@ -227,6 +225,8 @@ class TurnLoop:
         request = self._request(step_cfg)
         active = step_cfg.active_tools if step_cfg.active_tools is not None else plan.active_tools
         self.assistant["parts"].append({"type": "step-start"})
+
+        import litellm  # imported on first use: it takes ~2 s, and `import host` must stay cheap
 
         stream = await self._race(litellm.acompletion(**request), plan.stall_timeout_s, "waiting for the response")
         text, reasoning = "", ""

@@ -216,6 +216,8 @@ class ChatResponseResult(_Ctx):
     error: str | None = None
     trace: list[TraceEvent] = Field(default_factory=list)
     failed_open: list[str] = Field(default_factory=list)  # extensions whose hook failed and was skipped
+    # which extension set which TurnConfig field in beforeTurn (camelCase; "headers.<key>" for merged maps)
+    provenance: dict[str, str] = Field(default_factory=dict)
 
 
 class ChatErrorContext(_Ctx):

@@ -139,11 +139,12 @@ async def _cmd_list(manifests: Sequence[str], sandbox: str, as_json: bool) -> in
 
 def _make_agent(args: argparse.Namespace, manager: Any, *, stream: bool = True) -> Any:
     from ._agent import Agent
+    from ._trace_format import render_chunk
 
     class CliAgent(Agent):
         def on_chunk(self, ctx: Any) -> None:
-            if stream and ctx.chunk.type == "text-delta":
-                sys.stdout.write(ctx.chunk.text or "")
+            if stream:
+                sys.stdout.write(render_chunk(ctx.chunk))
                 sys.stdout.flush()
 
     Path(args.store).parent.mkdir(parents=True, exist_ok=True)
@@ -176,7 +177,7 @@ def _print_result(result: Any, show_trace: bool) -> None:
     if failed_open:
         print(f"[went on although these extensions failed open: {', '.join(failed_open)}]")
     if show_trace:
-        print(format_trace(getattr(result, "trace", []), getattr(result, "provenance", None)))
+        print(format_trace(result.trace, result.provenance))
 
 
 async def _cmd_run(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any
 
-from extension_sdk import Extension
+from extension_sdk import Extension, current_call
 
 from ._matcher import DEFAULT_DESTRUCTIVE_WORDS, ENV_ALLOW_TOOLS, ENV_EXTRA_WORDS, GuardPolicy, name_words
 
@@ -20,29 +20,36 @@ __all__ = ["DEFAULT_DESTRUCTIVE_WORDS", "ENV_ALLOW_TOOLS", "ENV_EXTRA_WORDS", "G
 ext = Extension("guard", "1.0.0", description="Blocks destructive tools (delete, write, kill, ...) in read-only mode")
 
 
-class _TurnPolicy:
-    """The policy of the turn in progress. Hooks without bridge access do not learn the session id, so this
-    is the policy of the most recent beforeTurn: with several sessions interleaving turns, a body override
-    applies to whichever turn started last (the environment's policy is the floor either way)."""
+class _TurnPolicies:
+    """The policy of each turn in progress, keyed by request id (`current_call()`), so interleaved sessions
+    never see each other's body overrides. The environment's policy is the floor either way."""
 
     def __init__(self) -> None:
         self.base = GuardPolicy.from_env(os.environ)
-        self.current = self.base
+        self.by_request: dict[str, GuardPolicy] = {}
+
+    def start(self, body: dict[str, Any] | None) -> None:
+        if len(self.by_request) > 1000:  # turns that never called a tool: forget the oldest
+            self.by_request.pop(next(iter(self.by_request)))
+        self.by_request[current_call().request_id] = self.base.with_body(body)
+
+    def current(self) -> GuardPolicy:
+        return self.by_request.get(current_call().request_id, self.base)
 
 
-_state = _TurnPolicy()
+_policies = _TurnPolicies()
 
 
 @ext.hook("beforeTurn")
 def read_turn_body(snapshot: dict[str, Any]) -> None:
     body = snapshot.get("body")
-    _state.current = _state.base.with_body(body if isinstance(body, dict) else None)
+    _policies.start(body if isinstance(body, dict) else None)
 
 
 @ext.hook("beforeToolCall")
 def block_destructive(snapshot: dict[str, Any]) -> dict[str, Any] | None:
     tool_name = str(snapshot.get("toolName", ""))
-    reason = _state.current.block_reason(tool_name)
+    reason = _policies.current().block_reason(tool_name)
     if reason is None:
         return None
     print(f"[guard] blocked {tool_name} (call {snapshot.get('toolCallId', '?')})", file=sys.stderr, flush=True)

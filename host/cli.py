@@ -238,15 +238,19 @@ def _cmd_doctor() -> int:
         except metadata.PackageNotFoundError:
             version = "not installed"
         print(f"{dist:<19} {version}")
-    print(f"platform            {platform.system()} {platform.release()} {platform.machine()}")
+    print(f"platform            {platform.system()} {platform.release()} {platform.machine()}, euid {os.geteuid()}")
     try:
         from ._sandbox import sandbox_capabilities
     except ImportError:
         print("sandbox             (sandbox module not available)")
         return 0
+    caps = sandbox_capabilities()
     print("sandbox layers this machine can enforce:")
-    for layer, state in sandbox_capabilities().items():
-        print(f"  {layer:<17} {state}")
+    for layer, state in caps.get("layers", {}).items():
+        mark = "yes" if state.get("available") else "NO "
+        print(f"  {mark}  {layer:<18} {state.get('detail', '')}")
+    print("(`sandbox: auto` applies every available layer; `sandbox: required` refuses an extension whose")
+    print(" isolation can't be enforced.)")
     return 0
 
 

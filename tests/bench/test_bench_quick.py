@@ -1,0 +1,46 @@
+"""`python -m bench --quick` runs every benchmark and writes every result key as a number (no figure asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+NUMBER_KEYS = (
+    "hook_rtt_p50_us", "hook_rtt_p99_us", "echo_rtt_p50_us", "hook_vs_echo_ratio",
+    "chunks_per_s_1ext", "chunks_per_s_5ext", "host_cpu_us_per_chunk_per_ext",
+    "streamed_turn_ratio_3ext",
+    "tool_rtt_p50_us", "mcp_tool_rtt_p50_us", "tool_vs_mcp_ratio",
+    "cold_start_p50_ms", "cold_start_5_parallel_ms", "idle_rss_mb",
+    "turn_overhead_ms_5ext", "turn_overhead_ratio_5ext",
+    "concurrent_turns_per_s", "concurrent_turn_p99_ms",
+)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # not NaN
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_quick_run_writes_every_key_as_a_number(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=230,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    for key in NUMBER_KEYS:
+        assert _is_number(results.get(key)), f"{key} = {results.get(key)!r}"
+    by_count = results["overhead_ms_by_ext_count"]
+    assert sorted(by_count, key=int) == ["1", "2", "5", "10"]
+    assert all(_is_number(v) for v in by_count.values()), by_count
+    assert results["meta"]["sandbox_mode"] == "auto"
+    # The last stdout line is the same results as machine-readable JSON.
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == results

@@ -1,0 +1,113 @@
+"""The `hookwire` command, run as a user would: a real subprocess of the installed console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HOOKWIRE = str(Path(sys.executable).parent / "hookwire")
+TOOLS = str(ROOT / "sample_extensions/tools/manifest.yaml")
+ROUTER = str(ROOT / "sample_extensions/router/manifest.yaml")
+
+
+def hookwire(*args: str, cwd: Path = ROOT, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return subprocess.run(
+        [HOOKWIRE, *args], cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_validate_names_the_file_field_and_reason_and_exits_nonzero(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ncommand: [python, x.py]\nlimits: {memoryMb: lots}\n")
+    proc = hookwire("ext", "validate", TOOLS, str(bad))
+    assert proc.returncode == 1
+    assert f"ok       {TOOLS}" in proc.stdout
+    assert f"{bad}: limits.memoryMb: Input should be a valid integer" in proc.stderr
+
+
+def test_validate_rejects_a_misspelt_field(tmp_path: Path) -> None:
+    bad = tmp_path / "typo.json"
+    bad.write_text(json.dumps({"name": "x", "command": ["x"], "permisions": {}}))
+    proc = hookwire("ext", "validate", str(bad))
+    assert proc.returncode == 1
+    assert "permisions: Extra inputs are not permitted" in proc.stderr
+
+
+def test_schema_is_the_manifest_json_schema() -> None:
+    schema = json.loads(hookwire("ext", "schema").stdout)
+    assert schema["title"] == "hookwire extension manifest"
+    assert {"name", "command", "endpoint", "permissions", "hooks", "limits", "env"} <= set(schema["properties"])
+
+
+def test_an_error_is_one_line_without_a_traceback_unless_debug(tmp_path: Path) -> None:
+    missing = str(tmp_path / "nope.yaml")
+    proc = hookwire("run", "hi", "-e", missing, "--store", str(tmp_path / "s.db"))
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [f"hookwire: error: {missing}: no such file"]
+    debug = hookwire("--debug", "run", "hi", "-e", missing, "--store", str(tmp_path / "s.db"))
+    assert "Traceback" in debug.stderr
+
+
+def test_list_shows_state_hooks_tools_and_permissions() -> None:
+    proc = hookwire("ext", "list", "-e", TOOLS, "-e", ROUTER, "--json")
+    assert proc.returncode == 0, proc.stderr
+    infos = {i["name"]: i for i in json.loads(proc.stdout)}
+    assert infos["tools"]["state"] == "running"
+    assert {t["name"] if isinstance(t, dict) else t for t in infos["tools"]["tools"]} >= {
+        "tools_calculator",
+        "tools_count_to",
+    }
+    assert infos["router"]["hooks"] == ["beforeTurn"]
+
+
+def test_run_streams_the_answer_and_prints_who_set_which_field(tmp_path: Path) -> None:
+    proc = hookwire(
+        "run", "hello", "-e", ROUTER, "--body", '{"mode": "creative"}',
+        "--store", str(tmp_path / "s.db"), "--workspace", str(tmp_path / "ws"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("echo: hello")
+    assert "beforeTurn  router" in proc.stdout
+    assert "temperature          <- router" in proc.stdout
+
+
+def test_chat_keeps_history_in_the_store_across_runs(tmp_path: Path) -> None:
+    store = str(tmp_path / "chat.db")
+    first = hookwire("chat", "--store", store, "--session", "s", "--no-trace", stdin="one\ntwo\n/quit\n")
+    assert first.returncode == 0, first.stderr
+    assert "echo: one" in first.stdout and "echo: two" in first.stdout
+    again = hookwire("chat", "--store", store, "--session", "s", "--no-trace", stdin="three\n")
+    assert "echo: three" in again.stdout
+    check = f"""
+import asyncio
+from host import MessageStore
+async def main():
+    store = MessageStore({store!r})
+    print(len(await store.messages("s")))
+    await store.close()
+asyncio.run(main())
+"""
+    count = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
+    assert count.stdout.strip() == "6"  # three user messages, three answers
+
+
+def test_doctor_reports_protocol_versions_and_sandbox_layers() -> None:
+    proc = hookwire("doctor")
+    assert proc.returncode == 0, proc.stderr
+    assert "hookwire protocol   v1" in proc.stdout
+    assert "grpcio" in proc.stdout and "litellm" in proc.stdout
+    assert "sandbox layers this machine can enforce:" in proc.stdout
+    assert "landlock_fs" in proc.stdout and "net_namespace" in proc.stdout
+
+
+def test_ext_new_refuses_a_non_empty_directory(tmp_path: Path) -> None:
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "file").write_text("x")
+    proc = hookwire("ext", "new", "x", "--dir", str(tmp_path / "taken"))
+    assert proc.returncode == 1
+    assert "exists and is not empty" in proc.stderr

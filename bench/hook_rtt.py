@@ -4,10 +4,17 @@ grpc.aio unary echo (separate server process, same Unix-socket kind, same reques
 The extension opts in to decisions, so the manager awaits its reply (observe-only beforeToolCall is not
 awaited). Baseline and subject alternate in rounds (ABAB) in the same run; p50/p99 are medians over rounds.
 
-    .venv/bin/python -m bench --only hook_rtt        (or: .venv/bin/python -m bench.hook_rtt)
+    .venv/bin/python -m bench --only hook_rtt        (or: .venv/bin/python bench/hook_rtt.py [--quick])
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if not __package__:  # run as a script (`python bench/hook_rtt.py`): import the package properly
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    __package__ = "bench"  # noqa: A001
 
 import grpc
 
@@ -74,4 +81,4 @@ async def run(cfg: Config) -> Section:
 if __name__ == "__main__":
     from .__main__ import main
 
-    raise SystemExit(main(["--only", NAME]))
+    raise SystemExit(main(["--only", NAME, *sys.argv[1:]]))

@@ -53,7 +53,7 @@ def serve(ext: Extension, argv: list[str] | None = None) -> None:
     if cookie != MAGIC_COOKIE and args.socket is None:
         sys.stderr.write(
             f"{ext.name}: this is a hookwire extension; load its manifest from a hookwire host "
-            f"(e.g. `hookwire load <manifest>`), or run it by hand with --socket PATH.\n"
+            f"(e.g. `hookwire run 'hi' -e manifest.yaml`), or run it by hand with --socket PATH.\n"
         )
         sys.stderr.flush()
         raise SystemExit(1)

@@ -23,7 +23,11 @@ from ._snapshots import (
     TurnSnapshot,
 )
 
-MAX_JSON_CHARS = 4 * 1024 * 1024
+MAX_JSON_CHARS = 4 * 1024 * 1024  # the largest JSON value accepted from an extension (and a tool input sent to one)
+MAX_VALUE_BYTES = 1024 * 1024  # one free-form JSON value of a snapshot (tool input/output, body, providerMetadata)
+MAX_TEXT_BYTES = 256 * 1024  # one text field of a snapshot (system, step text, reasoning, chunk text)
+MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024  # all free-form fields of one snapshot together
+PREVIEW_BYTES = 2048  # what a truncated JSON value keeps of its JSON text
 
 # Fields that are never taken from an extension (non-serializable or host-owned).
 FORBIDDEN_FIELDS: frozenset[str] = frozenset({"model", "tools", "stopWhen", "stop_when", "prepareStep", "onFinish"})
@@ -43,15 +47,74 @@ def _default(value: Any) -> Any:
     return repr(value)
 
 
-def to_json(value: Any) -> str:
-    """JSON text for a free-form value: JSON-safe (no functions, errors as {name, message, stack})."""
+def _cut_utf8(data: bytes, limit: int) -> str:
+    """The first `limit` bytes of UTF-8 `data` as text, never splitting a character."""
+    return data[:limit].decode("utf-8", "ignore")
+
+
+def _dumps(value: Any, ascii_only: bool) -> str:
     try:
-        text = json.dumps(value, default=_default, ensure_ascii=False, allow_nan=False)
-    except (ValueError, TypeError, RecursionError):
-        text = json.dumps(repr(value)[:MAX_JSON_CHARS])
-    if len(text) > MAX_JSON_CHARS:
-        text = json.dumps({"truncated": True, "preview": text[:4096]})
-    return text
+        return json.dumps(value, default=_default, ensure_ascii=ascii_only, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):  # NaN/Infinity, cycles, absurd depth: send its repr
+        return json.dumps(repr(value)[:MAX_VALUE_BYTES], ensure_ascii=ascii_only)
+
+
+class Budget:
+    """The free-form byte budget of one outbound snapshot: each field gets min(its own cap, what is left).
+
+    Over its share, a JSON value becomes {"$truncated": true, "bytes": N, "preview": "<its first 2 KiB>"} and a
+    text field is cut and ends with "…[truncated N bytes]". Lone surrogates (which protobuf string fields
+    refuse) are escaped in JSON and replaced by U+FFFD in text.
+    """
+
+    __slots__ = ("left",)
+
+    def __init__(self, total: int = MAX_SNAPSHOT_BYTES) -> None:
+        self.left = total
+
+    def json(self, value: Any, cap: int = MAX_VALUE_BYTES) -> str:
+        text = _dumps(value, False)
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            text = _dumps(value, True)
+            size = len(text)
+        limit = min(cap, self.left)
+        if size > limit:
+            preview = _cut_utf8(text.encode("utf-8"), PREVIEW_BYTES)
+            text = json.dumps({"$truncated": True, "bytes": size, "preview": preview}, ensure_ascii=False)
+            size = len(text.encode("utf-8"))
+        self.left = max(self.left - size, 0)
+        return text
+
+    def text(self, value: str, cap: int = MAX_TEXT_BYTES) -> str:
+        try:
+            data = value.encode("utf-8")
+        except UnicodeEncodeError:
+            data = value.encode("utf-8", "replace")
+            value = data.decode("utf-8")
+        limit = min(cap, self.left)
+        if len(data) > limit:
+            kept = _cut_utf8(data, limit)
+            value = f"{kept}…[truncated {len(data) - len(kept.encode('utf-8'))} bytes]"
+        self.left = max(self.left - min(len(data), limit), 0)
+        return value
+
+
+def to_json(value: Any, cap: int = MAX_VALUE_BYTES) -> str:
+    """JSON text for one free-form value, bounded by `cap` bytes (see Budget)."""
+    return Budget(cap).json(value, cap)
+
+
+def json_size_error(value: Any, cap: int = MAX_JSON_CHARS) -> tuple[str, int | None]:
+    """(JSON text, None) for a value sent as is (a tool input), or (text, its size) when it is over `cap` bytes."""
+    text = _dumps(value, False)
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        text = _dumps(value, True)
+        size = len(text)
+    return text, (size if size > cap else None)
 
 
 def context_to_proto(context: CallContext | None) -> pb.CallContext:
@@ -61,20 +124,23 @@ def context_to_proto(context: CallContext | None) -> pb.CallContext:
 
 
 def turn_to_proto(snapshot: TurnSnapshot, system: str, tool_names: list[str]) -> pb.TurnSnapshot:
+    budget = Budget()
     msg = pb.TurnSnapshot(
-        system=system,
-        tool_names=tool_names,
+        system=budget.text(system),
+        tool_names=[budget.text(t, 1024) for t in tool_names],
         message_count=snapshot.message_count,
         continuation=snapshot.continuation,
         model_id=snapshot.model_id,
     )
     if snapshot.body is not None:
-        msg.body_json = to_json(snapshot.body)
+        msg.body_json = budget.json(snapshot.body)
     return msg
 
 
 def tool_call_to_proto(s: ToolCallSnapshot) -> pb.ToolCallSnapshot:
-    msg = pb.ToolCallSnapshot(tool_name=s.tool_name, tool_call_id=s.tool_call_id, input_json=to_json(s.input))
+    budget = Budget()
+    msg = pb.ToolCallSnapshot(tool_name=budget.text(s.tool_name, 1024), tool_call_id=budget.text(s.tool_call_id, 1024),
+                              input_json=budget.json(s.input))
     if s.step_number is not None:
         msg.step_number = s.step_number
     if s.dynamic is not None:
@@ -83,19 +149,20 @@ def tool_call_to_proto(s: ToolCallSnapshot) -> pb.ToolCallSnapshot:
 
 
 def tool_result_to_proto(s: ToolResultSnapshot) -> pb.ToolResultSnapshot:
+    budget = Budget()
     msg = pb.ToolResultSnapshot(
-        tool_name=s.tool_name,
-        tool_call_id=s.tool_call_id,
-        input_json=to_json(s.input),
+        tool_name=budget.text(s.tool_name, 1024),
+        tool_call_id=budget.text(s.tool_call_id, 1024),
+        input_json=budget.json(s.input),
         duration_ms=s.duration_ms,
         success=s.success,
     )
     if s.step_number is not None:
         msg.step_number = s.step_number
     if s.success or s.output is not None:
-        msg.output_json = to_json(s.output)
+        msg.output_json = budget.json(s.output)
     if s.error is not None:
-        msg.error_json = to_json(s.error)
+        msg.error_json = budget.json(s.error)
     if s.dynamic is not None:
         msg.dynamic = s.dynamic
     return msg
@@ -108,30 +175,39 @@ def step_to_proto(s: StepSnapshot) -> pb.StepSnapshot:
         v = getattr(u, field)
         if v is not None:
             setattr(usage, field, v)
+    budget = Budget()
     msg = pb.StepSnapshot(
         step_number=s.step_number,
         finish_reason=s.finish_reason,
-        text=s.text,
+        text=budget.text(s.text),
         tool_call_count=s.tool_call_count,
         tool_result_count=s.tool_result_count,
         usage=usage,
     )
     if s.reasoning_text is not None:
-        msg.reasoning_text = s.reasoning_text
+        msg.reasoning_text = budget.text(s.reasoning_text)
     if s.provider_metadata is not None:
-        msg.provider_metadata_json = to_json(s.provider_metadata)
+        msg.provider_metadata_json = budget.json(s.provider_metadata)
     return msg
 
 
 def chunk_to_observation(s: ChunkSnapshot) -> pb.Observation:
-    """The per-chunk path: plain attribute reads and one proto construction."""
-    chunk = pb.ChunkSnapshot(type=s.type)
-    if s.text is not None:
-        chunk.text = s.text
-    if s.tool_name is not None:
-        chunk.tool_name = s.tool_name
-    if s.tool_call_id is not None:
-        chunk.tool_call_id = s.tool_call_id
+    """The per-chunk path: plain attribute reads and one proto construction (bounded only when it must be)."""
+    try:
+        chunk = pb.ChunkSnapshot(type=s.type)
+        if s.text is not None:
+            chunk.text = s.text if len(s.text) <= MAX_TEXT_BYTES // 4 else Budget().text(s.text)
+        if s.tool_name is not None:
+            chunk.tool_name = s.tool_name
+        if s.tool_call_id is not None:
+            chunk.tool_call_id = s.tool_call_id
+    except UnicodeEncodeError:  # lone surrogates: protobuf refuses them
+        budget = Budget()
+        chunk = pb.ChunkSnapshot(type=budget.text(s.type, 64))
+        for field in ("text", "tool_name", "tool_call_id"):
+            value = getattr(s, field)
+            if value is not None:
+                setattr(chunk, field, budget.text(value))
     return pb.Observation(chunk=chunk)
 
 

@@ -45,7 +45,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description="hookwire benchmarks")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: the whole run in well under a minute")
     parser.add_argument("--only", action="append", choices=sorted(BENCHMARKS), help="run only this benchmark")
-    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results.json", help="where to write the results")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="where to write the results (default bench/results.json; with --only, "
+                             "bench/results_<names>.json so a partial run never overwrites the full results)")
     parser.add_argument("--sandbox", choices=["off", "auto", "required"], default="auto")
     parser.add_argument("--rounds", type=int, default=0, help="ABAB rounds per comparison (default 6, quick 2)")
     return parser.parse_args(argv)
@@ -79,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     cfg = Config(quick=args.quick, sandbox=args.sandbox, rounds=args.rounds)
-    names = args.only or list(BENCHMARKS)
+    names = list(dict.fromkeys(args.only)) if args.only else list(BENCHMARKS)
+    out: Path = args.out or (BENCH_DIR / ("results.json" if not args.only else f"results_{'_'.join(names)}.json"))
     values: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     notes: list[str] = []
@@ -120,15 +123,15 @@ def main(argv: list[str] | None = None) -> int:
             "machine": f"{platform.machine()} {os.cpu_count()} cpu, {platform.release()}",
         },
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
     print()
     print(_table(values, order))
     if extra:
         print("\nextra: " + "; ".join(f"{k}={_fmt(v)}" for k, v in extra.items()))
     for note in notes:
         print(f"note: {note}")
-    print(f"\nsandbox mode: {cfg.sandbox}; results written to {args.out}")
+    print(f"\nsandbox mode: {cfg.sandbox}; results written to {out}")
     if failed:
         print("FAILED: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
     print(json.dumps(results))

@@ -79,10 +79,14 @@ def serve(ext: Extension, argv: list[str] | None = None) -> None:
     except Exception as exc:
         log.error("extension %s failed to serve: %s", ext.name, exc, exc_info=exc)
         code = 1
-    logging.shutdown()
-    sys.stderr.flush()
-    # Exit now: a sync tool stuck in a worker thread must not keep the process alive past its grace.
-    os._exit(code)
+    try:
+        logging.shutdown()
+        sys.stderr.flush()  # raises BrokenPipeError when the host is gone
+    except Exception:  # noqa: BLE001 - nothing left to report to
+        pass
+    finally:
+        # Exit now: a sync tool stuck in a worker thread must not keep the process alive past its grace.
+        os._exit(code)
 
 
 def _remove_stale_socket(path: str) -> None:
@@ -155,6 +159,13 @@ async def serve_async(
         raise OSError(f"cannot bind {target}{hint}") from exc
     await server.start()
 
+    # Signal handlers before the handshake: the host may send SIGTERM the moment it has read the line.
+    for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
+        try:
+            loop.add_signal_handler(sig, request_stop, name)
+        except (NotImplementedError, RuntimeError):
+            pass
+
     # The handshake goes to the real stdout; afterwards stray print()s go to stderr, not the host's pipe.
     out = sys.stdout
     out.write(f"{HANDSHAKE_MAGIC}|{PROTOCOL_VERSION}|{target}\n")
@@ -163,11 +174,6 @@ async def serve_async(
     log.info("serving %s %s on %s (hooks: %s; tools: %s)", ext.name, ext.version, target,
              ", ".join(ext.hooks) or "none", ", ".join(ext.tools) or "none")
 
-    for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
-        try:
-            loop.add_signal_handler(sig, request_stop, name)
-        except (NotImplementedError, RuntimeError):
-            pass
     if lifeline is None:
         lifeline = not os.isatty(0) if _fd_ok(0) else False
     if lifeline:

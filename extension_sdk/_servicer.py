@@ -38,6 +38,7 @@ from .proto import PROTOCOL_VERSION, TOKEN_METADATA_KEY, extension_pb2 as pb, ex
 log = logging.getLogger("extension_sdk")
 
 _SERVICE_PREFIX = "/hookwire.v1.Extension/"
+_MAX_UNREPORTED_ERRORS = 100
 _MISSING: Any = object()
 _SDK = f"extension_sdk/{__version__} python/{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -201,7 +202,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                 )
                 for t in ext.tools.values()
             ],
-            features=["connect"],
+            features=["connect", "connect-tools"],
             description=ext.description,
             sdk=_SDK,
         )
@@ -227,25 +228,68 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
         return await self._observe(request)
 
     async def Connect(self, request_iterator: AsyncIterator[pb.HostFrame], context: Any) -> AsyncIterator[pb.ExtensionFrame]:
-        async for frame in request_iterator:
-            body = frame.WhichOneof("body")
-            if body == "observations":
-                ack = await self._observe(frame.observations)
-                if frame.id:
-                    yield pb.ExtensionFrame(id=frame.id, observations=ack)
-            elif body == "before_turn":
-                turn = await self._before_turn(frame.before_turn)
-                if frame.id:
-                    yield pb.ExtensionFrame(id=frame.id, before_turn=turn)
-            elif body == "before_tool_call":
-                call = await self._before_tool_call(frame.before_tool_call)
-                if frame.id:
-                    yield pb.ExtensionFrame(id=frame.id, before_tool_call=call)
-            elif frame.id:
-                # A frame kind this SDK does not know (a newer host): answer so nobody waits for it.
-                yield pb.ExtensionFrame(id=frame.id)
+        """Frames are handled strictly in order, except tool calls, which run concurrently (feature connect-tools)."""
+        out: asyncio.Queue[pb.ExtensionFrame | None] = asyncio.Queue()
+        reader = asyncio.create_task(self._read_frames(request_iterator, out))
+        try:
+            while (frame := await out.get()) is not None:
+                yield frame
+        finally:
+            reader.cancel()
+
+    async def _read_frames(self, frames: AsyncIterator[pb.HostFrame], out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
+        tools: dict[int, asyncio.Task[None]] = {}
+        unreported: list[pb.HookError] = []  # handler errors of observation frames nobody asked an answer for
+        try:
+            async for frame in frames:
+                body = frame.WhichOneof("body")
+                fid = frame.id
+                if body == "observations":
+                    ack = await self._observe(frame.observations)
+                    if fid:
+                        if unreported:
+                            ack.errors.extend(unreported)
+                            unreported.clear()
+                        out.put_nowait(pb.ExtensionFrame(id=fid, observations=ack))
+                    elif ack.errors and len(unreported) < _MAX_UNREPORTED_ERRORS:
+                        unreported.extend(ack.errors[: _MAX_UNREPORTED_ERRORS - len(unreported)])
+                elif body == "before_turn":
+                    turn = await self._before_turn(frame.before_turn)
+                    if fid:
+                        out.put_nowait(pb.ExtensionFrame(id=fid, before_turn=turn))
+                elif body == "before_tool_call":
+                    call = await self._before_tool_call(frame.before_tool_call)
+                    if fid:
+                        out.put_nowait(pb.ExtensionFrame(id=fid, before_tool_call=call))
+                elif body == "execute_tool":
+                    task = asyncio.create_task(self._stream_tool(fid, frame.execute_tool, out))
+                    tools[fid] = task
+                    task.add_done_callback(lambda _t, i=fid: tools.pop(i, None))
+                elif body == "cancel":
+                    running = tools.get(frame.cancel.id)
+                    if running is not None:
+                        running.cancel()
+                elif fid:
+                    # A frame kind this SDK does not know (a newer host): answer so nobody waits for it.
+                    out.put_nowait(pb.ExtensionFrame(id=fid))
+            if tools:  # the host half-closed: let the tool calls in flight answer, then end the stream
+                await asyncio.gather(*list(tools.values()), return_exceptions=True)
+        finally:
+            for task in list(tools.values()):
+                task.cancel()
+            out.put_nowait(None)
+
+    async def _stream_tool(self, fid: int, request: pb.ExecuteToolRequest,
+                           out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
+        async for event in self._tool_events(request):
+            out.put_nowait(pb.ExtensionFrame(id=fid, tool_event=event))
 
     async def ExecuteTool(self, request: pb.ExecuteToolRequest, context: Any) -> AsyncIterator[pb.ToolEvent]:
+        async for event in self._tool_events(request):
+            yield event
+
+    async def _tool_events(self, request: pb.ExecuteToolRequest) -> AsyncIterator[pb.ToolEvent]:
+        """Zero or more preliminary events, then exactly one output or error event."""
         tool = self._ext.tools.get(request.name)
         if tool is None:
             known = ", ".join(self._ext.tools) or "none"

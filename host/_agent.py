@@ -100,6 +100,12 @@ def _error_dict(error: Any) -> dict[str, Any]:
     return {"name": "Error", "message": str(error), "stack": ""}
 
 
+def _deadline(timeout: Any, started: float) -> float | None:
+    """Loop time at which a turn with TurnConfig.timeout (ms, or {totalMs}) ends; None without a total."""
+    total = timeout.get("totalMs", timeout.get("total_ms")) if isinstance(timeout, dict) else timeout
+    return started + float(total) / 1000.0 if isinstance(total, (int, float)) and total > 0 else None
+
+
 class Agent:
     """A chat agent. Override the hooks you need; ``async with Agent(...) as a: await a.chat("hi")``."""
 
@@ -137,6 +143,7 @@ class Agent:
         self._turn_trace: list[TraceEvent] | None = None
         self._turn_rid = ""
         self._turn_provenance: dict[str, str] = {}
+        self._turn_deadline: float | None = None  # loop time the turn's timeout (totalMs) ends; bounds extension hooks
         self._chunk_subscribed = False
         self._started = False
 
@@ -631,7 +638,9 @@ class Agent:
                 body=req.body,
                 model_id=cfg.model or ctx.model,
             )
-            merged = await self._manager.before_turn(snapshot, self._cc())
+            started = asyncio.get_running_loop().time()
+            self._turn_deadline = _deadline(cfg.timeout, started)
+            merged = await self._manager.before_turn(snapshot, self._cc(), deadline=self._turn_deadline)
             self._turn_provenance = dict(merged.provenance) if merged is not None else {}
             patch = merged.patch.set_fields() if merged is not None else {}
             for key, value in patch.items():
@@ -640,6 +649,7 @@ class Agent:
                 else:
                     setattr(cfg, key, value)
             self._chunk_subscribed = bool(self._manager.subscribers("onChunk"))
+            self._turn_deadline = _deadline(cfg.timeout, started)
         return self._plan(ctx, cfg, tools)
 
     def _plan(self, ctx: TurnContext, cfg: TurnConfig, tools: dict[str, Tool]) -> TurnPlan:
@@ -812,7 +822,7 @@ class _Hooks:
             return decision  # a subclass block/substitute short-circuits the extensions
         snapshot = ToolCallSnapshot(tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id, input=ctx.input,
                                     step_number=ctx.step_number, dynamic=ctx.dynamic)
-        ext = await self.m.before_tool_call(snapshot, self.a._cc())
+        ext = await self.m.before_tool_call(snapshot, self.a._cc(), deadline=self.a._turn_deadline)
         if ext is None or ext.action == "allow" and not ext.has_input:
             return decision
         if ext.action == "block":

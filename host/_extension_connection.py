@@ -23,17 +23,66 @@ from typing import Any
 import grpc
 from extension_sdk.proto import PROTOCOL_VERSION, TOKEN_METADATA_KEY, extension_pb2 as pb, extension_pb2_grpc
 
-from ._extension_errors import ExtensionToolError, ExtensionUnavailableError
+from google.protobuf.message import DecodeError
+
+from ._extension_errors import ExtensionReplyError, ExtensionToolError, ExtensionUnavailableError
 
 log = logging.getLogger("hookwire.extensions")
 
-MAX_RECEIVE_BYTES = 16 * 1024 * 1024
+MAX_RECEIVE_BYTES = 16 * 1024 * 1024  # the largest reply accepted from an extension (gRPC max receive length)
+RECENT_IDS = 1024  # answered call ids remembered to recognise duplicate and late replies
 BATCH_MAX = 256
 QUEUE_MAX = 10_000
 WINDOW = 8  # observation frames in flight (unacked) per extension
 
 _OBS = 0
 _CALL = 1
+_HOOK_OF_BODY = {"before_turn": "beforeTurn", "before_tool_call": "beforeToolCall", "observations": "observations"}
+_BODY_FIELDS = {2: "before_turn", 3: "before_tool_call", 4: "observations"}
+
+
+def _raw(data: bytes) -> bytes:
+    return data
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("truncated varint")
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+
+
+def salvage_frame_header(data: bytes) -> tuple[int, str | None]:
+    """(id, body kind) of an ExtensionFrame that protobuf refused to parse (e.g. invalid UTF-8 inside its body):
+    only the top-level wire fields are read, nothing inside them. (0, None) when even that fails."""
+    fid, body, pos = 0, None, 0
+    try:
+        while pos < len(data):
+            key, pos = _varint(data, pos)
+            number, wire = key >> 3, key & 7
+            if wire == 0:
+                value, pos = _varint(data, pos)
+                if number == 1:
+                    fid = value
+            elif wire == 2:
+                length, pos = _varint(data, pos)
+                pos += length
+                body = _BODY_FIELDS.get(number, body)
+            elif wire == 1:
+                pos += 8
+            elif wire == 5:
+                pos += 4
+            else:
+                break
+    except ValueError:
+        pass
+    return fid, body
 
 
 class ExtensionConnection:
@@ -47,6 +96,7 @@ class ExtensionConnection:
         *,
         credentials: grpc.ChannelCredentials | None = None,
         on_observation_error: Callable[[pb.HookError], None] | None = None,
+        on_lost: Callable[[str], None] | None = None,
         observe_timeout_s: float = 5.0,
         queue_max: int = QUEUE_MAX,
     ) -> None:
@@ -58,8 +108,15 @@ class ExtensionConnection:
         else:
             self._channel = grpc.aio.secure_channel(target, credentials, options=options)
         self._stub = extension_pb2_grpc.ExtensionStub(self._channel)
+        # Connect replies are parsed by the reader (not by grpc), so an undecodable frame is rejected on its own
+        # instead of breaking the stream.
+        self._connect = self._channel.stream_stream(
+            "/hookwire.v1.Extension/Connect", request_serializer=pb.HostFrame.SerializeToString,
+            response_deserializer=_raw,
+        )
         self._md = ((TOKEN_METADATA_KEY, token),)
         self._on_obs_error = on_observation_error
+        self._on_lost = on_lost
         self._observe_timeout_s = observe_timeout_s
         self._queue_max = queue_max
         self.describe: pb.DescribeResponse | None = None
@@ -73,6 +130,9 @@ class ExtensionConnection:
         self._inflight = 0
         self._next_id = 0
         self._pending: dict[int, asyncio.Future[pb.ExtensionFrame]] = {}
+        self._kinds: dict[int, str] = {}  # call id -> the body kind its reply must have (recent ids kept)
+        self._answered: set[int] = set()
+        self.rejected = 0  # replies rejected (wrong kind, undecodable, duplicate, late, unknown id)
         self._ack_covers: dict[int, int] = {}
         self._enq_seq = 0
         self._done_seq = 0
@@ -94,7 +154,7 @@ class ExtensionConnection:
         self.describe = desc
         self.streaming = "connect" in desc.features
         if self.streaming:
-            self._stream = self._stub.Connect(metadata=self._md)
+            self._stream = self._connect(metadata=self._md)
             self._tasks.append(asyncio.ensure_future(self._reader()))
         self._tasks.append(asyncio.ensure_future(self._sender()))
         return desc
@@ -114,6 +174,11 @@ class ExtensionConnection:
         frame.id = fid
         fut: asyncio.Future[pb.ExtensionFrame] = loop.create_future()
         self._pending[fid] = fut
+        self._kinds[fid] = frame.WhichOneof("body") or ""
+        if len(self._kinds) > RECENT_IDS:
+            for old in list(self._kinds)[: len(self._kinds) - RECENT_IDS]:
+                del self._kinds[old]
+                self._answered.discard(old)
         self._outbox.append((_CALL, frame, fut, loop.time() + timeout_s))
         self._wake.set()
         try:
@@ -280,11 +345,16 @@ class ExtensionConnection:
     async def _reader(self) -> None:
         try:
             while True:
-                frame = await self._stream.read()
-                if frame is grpc.aio.EOF:
+                raw = await self._stream.read()
+                if raw is grpc.aio.EOF:
                     raise ExtensionUnavailableError(
                         f"extension {self.name!r} closed its Connect stream", extension=self.name
                     )
+                try:
+                    frame = pb.ExtensionFrame.FromString(raw)
+                except DecodeError as exc:
+                    self._undecodable(raw, exc)
+                    continue
                 fid = frame.id
                 covers = self._ack_covers.pop(fid, None)
                 if covers is not None:
@@ -295,14 +365,53 @@ class ExtensionConnection:
                         self._report_errors(frame.observations.errors)
                     self._advance(covers)
                     continue
-                fut = self._pending.pop(fid, None)
-                if fut is not None and not fut.done():
-                    fut.set_result(frame)
-                # else: a late reply (the caller timed out): discarded
+                self._answer(fid, frame)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - the stream ended
             self._fail(exc)
+
+    def _reject(self, message: str, hook: str, field: str) -> ExtensionReplyError:
+        self.rejected += 1
+        log.warning("extension %r %s: %s", self.name, hook or "reply", message)
+        return ExtensionReplyError(message, extension=self.name, hook=hook, field=field)
+
+    def _answer(self, fid: int, frame: pb.ExtensionFrame) -> None:
+        """Resolve the awaited call `fid` with `frame`, or reject the frame (field by field: what is wrong)."""
+        body = frame.WhichOneof("body")
+        wanted = self._kinds.get(fid)
+        hook = _HOOK_OF_BODY.get(wanted or body or "", "")
+        fut = self._pending.pop(fid, None)
+        if fut is None or fut.done():
+            if fid in self._answered:
+                self._reject(f"duplicate reply to call {fid} discarded (the first reply was used)", hook, "id")
+            elif wanted is not None:
+                self._reject(f"late reply to call {fid} discarded (its deadline had passed)", hook, "id")
+            else:
+                self._reject(f"reply with unknown call id {fid} discarded", hook, "id")
+            return
+        self._answered.add(fid)
+        if body != wanted:
+            got = _HOOK_OF_BODY.get(body or "", "an empty frame")
+            fut.set_exception(self._reject(
+                f"reply of the wrong kind: {got} frame answering a {hook} call (field body)", hook, "body"
+            ))
+            return
+        fut.set_result(frame)
+
+    def _undecodable(self, raw: bytes, exc: Exception) -> None:
+        fid, body = salvage_frame_header(raw)
+        wanted = self._kinds.get(fid)
+        hook = _HOOK_OF_BODY.get(wanted or body or "", "")
+        field = f"{body}" if body else "frame"
+        reason = str(exc)
+        if "UTF-8" in reason or "utf-8" in reason:
+            reason = "a string field holds invalid UTF-8"
+        err = self._reject(f"reply to call {fid} rejected: not a valid ExtensionFrame ({reason})", hook, field)
+        fut = self._pending.pop(fid, None)
+        if fut is not None and not fut.done():
+            self._answered.add(fid)
+            fut.set_exception(err)
 
     def _fail(self, exc: BaseException) -> None:
         if self._broken is not None:
@@ -311,7 +420,15 @@ class ExtensionConnection:
         if not self._closed:
             detail = exc.details() if isinstance(exc, grpc.aio.AioRpcError) else str(exc)
             log.info("extension %r: connection lost: %s", self.name, detail)
-        err = ExtensionUnavailableError(f"extension {self.name!r} went away during the call", extension=self.name)
+            if self._on_lost is not None:
+                self._on_lost(str(detail))
+        err: Exception = ExtensionUnavailableError(
+            f"extension {self.name!r} went away during the call", extension=self.name
+        )
+        if isinstance(exc, grpc.aio.AioRpcError) and exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            err = self._reject(
+                f"reply rejected: over the {MAX_RECEIVE_BYTES} byte limit ({exc.details()})", "reply", "frame"
+            )
         for fut in list(self._pending.values()):
             if not fut.done():
                 fut.set_exception(err)

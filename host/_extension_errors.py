@@ -29,3 +29,12 @@ class ExtensionUnloadedError(ExtensionError):
 
 class ExtensionUnavailableError(ExtensionError):
     """The extension is down (crashed, restarting) or quarantined; the call failed fast."""
+
+
+class ExtensionReplyError(ExtensionError):
+    """An extension's reply was rejected whole (wrong kind, undecodable, oversize); `hook` and `field` name what."""
+
+    def __init__(self, message: str, *, extension: str | None = None, hook: str = "", field: str = "") -> None:
+        super().__init__(message, extension=extension)
+        self.hook = hook
+        self.field = field

@@ -28,6 +28,7 @@ from extension_sdk.proto import PROTOCOL_VERSION, extension_pb2 as pb
 from ._extension_connection import ExtensionConnection
 from ._extension_errors import (
     ExtensionError,
+    ExtensionReplyError,
     ExtensionStartError,
     ExtensionToolError,
     ExtensionUnavailableError,
@@ -50,13 +51,14 @@ from ._snapshots import (
     TurnSnapshot,
 )
 from ._wire_convert import (
+    MAX_JSON_CHARS,
     camel,
     chunk_to_observation,
     context_to_proto,
     decision_from_proto,
+    json_size_error,
     patch_from_proto,
     step_to_proto,
-    to_json,
     tool_call_to_proto,
     tool_result_to_proto,
     turn_to_proto,
@@ -68,6 +70,12 @@ SandboxMode = Literal["off", "auto", "required"]
 MAGIC_COOKIE = "hookwire-extension-v1"
 _PASSTHROUGH_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 _MAX_SOCKET_PATH = 100
+_MAX_DETAIL = 1000  # characters of an extension-supplied error text kept in logs and traces
+
+
+def _bounded(text: str, limit: int = _MAX_DETAIL) -> str:
+    """An untrusted text cut to `limit` characters for a log line or a trace."""
+    return text if len(text) <= limit else f"{text[:limit]}…[{len(text) - limit} more characters]"
 
 
 class ExtensionManager:
@@ -227,6 +235,7 @@ class ExtensionManager:
             conn = ExtensionConnection(
                 ext.name, m.endpoint, ext.token, credentials=tls_credentials(m),
                 on_observation_error=lambda err, e=ext: self._observation_error(e, err),
+                on_lost=lambda why, e=ext: self._connection_lost(e, why),
                 observe_timeout_s=m.timeouts.hook_ms / 1000,
             )
         else:
@@ -262,6 +271,7 @@ class ExtensionManager:
             conn = ExtensionConnection(
                 ext.name, proc.target, ext.token,
                 on_observation_error=lambda err, e=ext: self._observation_error(e, err),
+                on_lost=lambda why, e=ext: self._connection_lost(e, why),
                 observe_timeout_s=m.timeouts.hook_ms / 1000,
             )
         try:
@@ -343,9 +353,31 @@ class ExtensionManager:
 
     async def _watch(self, ext: ExtensionRuntime, proc: ExtensionProcess) -> None:
         code = await proc.wait()
-        if ext.stopping or ext.proc is not proc or self._closed:
+        if ext.stopping or ext.proc is not proc or self._closed or proc.crash_handled:
             return
+        proc.crash_handled = True
         await self._crashed(ext, f"exited with code {code}", proc.stderr_tail())
+
+    def _connection_lost(self, ext: ExtensionRuntime, why: str) -> None:
+        """The connection of a running extension broke (stream closed or reset, a reply over the size limit)."""
+        if ext.stopping or self._closed or ext.state != "running":
+            return
+        if ext.lost_task is None or ext.lost_task.done():
+            ext.lost_task = asyncio.ensure_future(self._lost(ext, ext.conn, why))
+
+    async def _lost(self, ext: ExtensionRuntime, conn: ExtensionConnection | None, why: str) -> None:
+        proc = ext.proc
+        if proc is not None:  # an exiting process breaks its connection first: let the exit watcher report it
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 0.5)
+            if proc.returncode is not None or proc.crash_handled:
+                return
+            proc.crash_handled = True
+        if ext.conn is not conn or ext.stopping or self._closed:
+            return
+        # The process lives but can't be talked to: restart it (counted like a crash, so a repeat offender
+        # ends in quarantine).
+        await self._crashed(ext, f"broke its connection ({why})", proc.stderr_tail() if proc else [])
 
     async def _crashed(self, ext: ExtensionRuntime, why: str, tail: list[str]) -> None:
         conn, ext.conn = ext.conn, None
@@ -388,7 +420,7 @@ class ExtensionManager:
 
     async def _stop(self, ext: ExtensionRuntime) -> None:
         ext.stopping = True
-        for task in (ext.restarter, ext.watcher):
+        for task in (ext.restarter, ext.watcher, ext.lost_task):
             if task is not None and not task.done() and task is not asyncio.current_task():
                 task.cancel()
                 with contextlib.suppress(BaseException):
@@ -495,32 +527,52 @@ class ExtensionManager:
                 log.exception("trace listener %r failed", fn)
 
     def _observation_error(self, ext: ExtensionRuntime, err: pb.HookError) -> None:
-        log.warning("extension %r %s: %s: %s", ext.name, err.hook or "observation", err.name, err.message)
-        self._trace(err.hook or "observation", ext.name, "error", detail=f"{err.name}: {err.message}")
+        hook, text = _bounded(err.hook, 64) or "observation", _bounded(f"{err.name}: {err.message}")
+        log.warning("extension %r %s: %s", ext.name, hook, text)
+        self._trace(hook, ext.name, "error", detail=text)
 
     # -- awaited hooks -------------------------------------------------------------------------
 
-    async def _call(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame,
-                    context: CallContext | None) -> tuple[pb.ExtensionFrame | None, str, str, float]:
-        """(reply or None, outcome, detail, latency ms). Never raises (but CancelledError)."""
+    async def _call(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
+                    deadline: float | None = None) -> tuple[pb.ExtensionFrame | None, str, str, float]:
+        """(reply or None, outcome, detail, latency ms). Never raises (but CancelledError).
+
+        The wait is the hook's timeoutMs, cut short by `deadline` (event-loop time: the turn's end).
+        """
         t0 = time.perf_counter()
         conn = ext.conn
         if conn is None or ext.state != "running":
             return None, "error", f"extension is {ext.state}", 0.0
         timeout = ext.manifest.hook_timeout_s(hook)
+        bounded = ""
+        if deadline is not None:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return None, "timeout", "not called: the turn's deadline has passed", 0.0
+            if remaining < timeout:
+                timeout, bounded = remaining, " (bounded by the turn's remaining time)"
         try:
             reply = await conn.call(frame, timeout)
         except TimeoutError:
             ms = (time.perf_counter() - t0) * 1000
-            return None, "timeout", f"no reply within {timeout * 1000:.0f} ms", ms
+            return None, "timeout", f"no reply within {timeout * 1000:.0f} ms{bounded}", ms
+        except ExtensionReplyError as exc:
+            return None, "error", str(exc), (time.perf_counter() - t0) * 1000
         except ExtensionUnavailableError as exc:
             return None, "error", str(exc), (time.perf_counter() - t0) * 1000
         except grpc.aio.AioRpcError as exc:
             return None, "error", f"RPC failed: {exc.code().name}: {exc.details()}", (time.perf_counter() - t0) * 1000
+        expected = frame.WhichOneof("body")
+        if reply.WhichOneof("body") != expected:
+            return None, "error", f"reply rejected: not a {hook} reply (field body)", (time.perf_counter() - t0) * 1000
         return reply, "ok", "", (time.perf_counter() - t0) * 1000
 
-    async def before_turn(self, snapshot: TurnSnapshot, context: CallContext | None = None) -> MergedTurnPatch:
-        """Run beforeTurn on each subscriber in load order and merge the patches (last wins)."""
+    async def before_turn(self, snapshot: TurnSnapshot, context: CallContext | None = None, *,
+                          deadline: float | None = None) -> MergedTurnPatch:
+        """Run beforeTurn on each subscriber in load order and merge the patches (last wins).
+
+        `deadline` (event-loop time, optional): the turn's end; no extension waits past it.
+        """
         merged: dict[str, Any] = {}
         provenance: dict[str, str] = {}
         system = snapshot.system
@@ -531,7 +583,8 @@ class ExtensionManager:
                 self._trace("beforeTurn", ext.name, "skipped", detail=f"extension is {ext.state}", context=context)
                 continue
             req = pb.BeforeTurnRequest(context=ctx, snapshot=turn_to_proto(snapshot, system, tool_names))
-            reply, outcome, detail, ms = await self._call(ext, "beforeTurn", pb.HostFrame(before_turn=req), context)
+            reply, outcome, detail, ms = await self._call(ext, "beforeTurn", pb.HostFrame(before_turn=req), context,
+                                                          deadline)
             if reply is None:
                 self._hook_failed(ext, "beforeTurn", outcome, detail, ms, context)
                 continue
@@ -567,15 +620,18 @@ class ExtensionManager:
 
     def _hook_failed(self, ext: ExtensionRuntime, hook: str, outcome: str, detail: str, ms: float,
                      context: CallContext | None) -> None:
+        detail = _bounded(detail)
         log.warning("extension %r %s failed (%s): %s", ext.name, hook, outcome, detail)
         self._trace(hook, ext.name, outcome, latency_ms=ms, detail=detail, context=context)
 
     async def before_tool_call(
-        self, snapshot: ToolCallSnapshot, context: CallContext | None = None
+        self, snapshot: ToolCallSnapshot, context: CallContext | None = None, *, deadline: float | None = None
     ) -> ExtensionDecision | None:
         """beforeToolCall: an observation for subscribers without `decisions`, awaited on the deciders.
 
         Deny (block) wins, then the first substitute, then the first allow-with-input (load order).
+        `deadline` (event-loop time, optional): the turn's end; no decider waits past it (a fail-closed one
+        that could not answer in time blocks).
         """
         subs = self._subs("beforeToolCall")
         if not subs:
@@ -591,7 +647,7 @@ class ExtensionManager:
         if not deciders:
             return None
         ctx = context_to_proto(context)
-        results = await asyncio.gather(*(self._decide(ext, ctx, snap, context) for ext in deciders))
+        results = await asyncio.gather(*(self._decide(ext, ctx, snap, context, deadline) for ext in deciders))
         for wanted in ("block", "substitute", "allow"):
             for decision in results:
                 if decision is not None and decision.action == wanted:
@@ -599,10 +655,10 @@ class ExtensionManager:
         return None
 
     async def _decide(self, ext: ExtensionRuntime, ctx: pb.CallContext, snap: pb.ToolCallSnapshot,
-                      context: CallContext | None) -> ExtensionDecision | None:
+                      context: CallContext | None, deadline: float | None) -> ExtensionDecision | None:
         hook = "beforeToolCall"
         frame = pb.HostFrame(before_tool_call=pb.BeforeToolCallRequest(context=ctx, snapshot=snap, want_decision=True))
-        reply, outcome, detail, ms = await self._call(ext, hook, frame, context)
+        reply, outcome, detail, ms = await self._call(ext, hook, frame, context, deadline)
         if reply is not None and reply.before_tool_call.HasField("error"):
             e = reply.before_tool_call.error
             reply, outcome, detail = None, "error", f"{e.name}: {e.message}"
@@ -615,8 +671,9 @@ class ExtensionManager:
         action, fields, problems = decision_from_proto(resp.decision)
         for p in problems:
             log.warning("extension %r beforeToolCall: invalid decision field %s: %s (ignored)", ext.name, p.field, p.reason)
-        if problems and action in (None, "allow") and "input" not in fields:
-            return self._decider_failed(ext, snap.tool_name, "error", "; ".join(str(p) for p in problems), ms, context)
+        serious = [p for p in problems if p.field in ("action", "input", "output")]
+        if serious and action in (None, "allow") and "input" not in fields:
+            return self._decider_failed(ext, snap.tool_name, "error", "; ".join(str(p) for p in serious), ms, context)
         if action == "block":
             self._trace(hook, ext.name, "denied", latency_ms=ms, detail=fields.get("reason", ""), context=context)
             return ExtensionDecision(action="block", reason=fields.get("reason") or f"blocked by extension {ext.name!r}",
@@ -727,8 +784,14 @@ class ExtensionManager:
             raise ExtensionUnavailableError(
                 f"tool {name!r}: extension {ext.name!r} is {ext.state}", extension=ext.name
             )
+        input_json, oversize = json_size_error(input)
+        if oversize is not None:
+            raise ExtensionToolError(
+                f"tool {name!r}: its input is {oversize} bytes of JSON, over the {MAX_JSON_CHARS} byte limit",
+                extension=ext.name,
+            )
         req = pb.ExecuteToolRequest(
-            context=context_to_proto(context), name=tool, input_json=to_json(input), tool_call_id=tool_call_id
+            context=context_to_proto(context), name=tool, input_json=input_json, tool_call_id=tool_call_id
         )
         t0 = time.perf_counter()
         timeout = ext.manifest.timeouts.tool_ms / 1000

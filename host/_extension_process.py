@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import signal
+import time
 from collections import deque
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from ._extension_errors import ExtensionStartError
 LINE_CAP = 4096  # bytes kept per logged line
 READ_CHUNK = 65536
 TAIL_LINES = 20
+LOG_RATE = 200.0  # lines per second logged per extension stream; a flood beyond it is counted, not logged
+LOG_BURST = 1000.0
 
 
 class ExtensionProcess:
@@ -35,8 +38,12 @@ class ExtensionProcess:
         self.target: str = ""
         self.log = logging.getLogger(f"hookwire.ext.{name}")
         self._tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self._tokens = LOG_BURST
+        self._refilled = time.monotonic()
+        self.suppressed_lines = 0  # output lines not logged because the extension logged too fast
         self._tasks: list[asyncio.Task[None]] = []
         self._exit: asyncio.Task[int] = asyncio.ensure_future(proc.wait())
+        self.crash_handled = False  # the supervisor already handled this process's death (or broken connection)
 
     # -- spawn & handshake ---------------------------------------------------------------------
 
@@ -156,7 +163,12 @@ class ExtensionProcess:
     # -- output capture ------------------------------------------------------------------------
 
     async def _pump(self, stream: asyncio.StreamReader, label: str) -> None:
-        """Log a stream line by line, each line capped at LINE_CAP bytes, reading bounded chunks."""
+        """Log a stream line by line, each line capped at LINE_CAP bytes, reading bounded chunks.
+
+        Rate-limited (LOG_RATE lines/s, bursts of LOG_BURST): a flood is counted (and its last line kept for
+        the crash report) without per-line work, and the pump yields after every chunk, so an extension
+        writing as fast as it can never starves the host's event loop.
+        """
         buf = bytearray()
         skipping = False  # inside an over-long line whose head was already logged
         try:
@@ -164,6 +176,25 @@ class ExtensionProcess:
                 chunk = await stream.read(READ_CHUNK)
                 if not chunk:
                     break
+                if not self._may_log():
+                    last_nl = chunk.rfind(b"\n")
+                    if last_nl >= 0:
+                        self.suppressed_lines += chunk.count(b"\n")
+                        if label == "stderr":
+                            prev = chunk.rfind(b"\n", 0, last_nl) + 1
+                            self._tail.append(chunk[prev:last_nl][:300].decode("utf-8", "replace"))
+                        buf.clear()
+                        rest = chunk[last_nl + 1:]
+                        buf += rest[:LINE_CAP]
+                        skipping = len(rest) > LINE_CAP
+                    elif not skipping:
+                        room = LINE_CAP - len(buf)
+                        buf += chunk[:room]
+                        skipping = len(chunk) > room
+                        if skipping:
+                            buf.clear()
+                    await asyncio.sleep(0)
+                    continue
                 start = 0
                 while True:
                     nl = chunk.find(b"\n", start)
@@ -185,12 +216,31 @@ class ExtensionProcess:
                     buf.clear()
                     skipping = False
                     start = nl + 1
+                await asyncio.sleep(0)  # a writer that never pauses must not monopolise the loop
             if buf and not skipping:
                 self._emit(label, bytes(buf), truncated=False)
+            self._report_suppressed()
         except (asyncio.CancelledError, ConnectionError):
             pass
 
+    def _may_log(self) -> bool:
+        now = time.monotonic()
+        self._tokens = min(LOG_BURST, self._tokens + (now - self._refilled) * LOG_RATE)
+        self._refilled = now
+        if self._tokens >= 1 and self.suppressed_lines:
+            self._report_suppressed()
+        return self._tokens >= 1
+
+    def _report_suppressed(self) -> None:
+        if self.suppressed_lines:
+            self.log.warning(
+                "extension %r logged faster than %.0f lines/s: %d line(s) not logged", self.name, LOG_RATE,
+                self.suppressed_lines,
+            )
+            self.suppressed_lines = 0
+
     def _emit(self, label: str, raw: bytes, *, truncated: bool) -> None:
+        self._tokens -= 1
         text = raw.decode("utf-8", "replace").rstrip("\r")
         if truncated:
             text += " …[line truncated]"

@@ -79,6 +79,7 @@ class ExtensionRuntime:
         self.socket_path: Path | None = None
         self.watcher: asyncio.Task[None] | None = None
         self.restarter: asyncio.Task[None] | None = None
+        self.lost_task: asyncio.Task[None] | None = None  # handling a broken connection
         self.stopping = False
         self.dropped_base = 0  # drops counted by earlier connections
 

@@ -6,6 +6,7 @@ STANDALONE: the host runs it as
     python -I -S host/_launcher.py --probe          # print what this machine can enforce, as JSON
 
 It imports only the standard library (no `host` package, no pydantic): it runs on every extension start.
+`apply_spec(spec)` is importable by path (the zygote's forked child applies the same layers with it).
 The spec (built by host/_sandbox.py) says which layers to apply; each one is applied in this order, and if
 any of them fails the launcher prints one line `hookwire-sandbox: extension 'NAME': cannot apply LAYER:
 REASON` on stderr and exits 125 — it never runs the command with less confinement than the plan promised.
@@ -308,7 +309,12 @@ def probe() -> dict[str, Any]:
     return {"kernel": platform.release(), "machine": platform.machine(), "euid": os.geteuid(), "layers": layers}
 
 
-def run(spec: dict[str, Any], command: list[str]) -> None:
+def apply_spec(spec: dict[str, Any]) -> None:
+    """Apply every layer the spec names to the calling process, in order; raises SandboxError.
+
+    Also used by the zygote's forked child (host/_zygote_main.py loads this file by path): the calling
+    process must be single-threaded (unshare(CLONE_NEWUSER) requires it).
+    """
     proc = spec.get("process_limit")
     if proc and proc["mechanism"] == "pids_cgroup":
         apply_pids_cgroup(proc["base"], spec["extension_id"], int(proc["max"]))
@@ -324,6 +330,10 @@ def run(spec: dict[str, Any], command: list[str]) -> None:
     if landlock:
         apply_landlock(landlock["writable_dirs"], landlock.get("socket_dirs", []), landlock["writable_files"],
                        bool(landlock.get("scope")))
+
+
+def run(spec: dict[str, Any], command: list[str]) -> None:
+    apply_spec(spec)
     try:
         os.execvp(command[0], command)
     except OSError as exc:

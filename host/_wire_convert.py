@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from extension_sdk.proto import extension_pb2 as pb
+from google.protobuf import unknown_fields
 
 from ._snapshots import (
     CallContext,
@@ -28,6 +29,8 @@ MAX_VALUE_BYTES = 1024 * 1024  # one free-form JSON value of a snapshot (tool in
 MAX_TEXT_BYTES = 256 * 1024  # one text field of a snapshot (system, step text, reasoning, chunk text)
 MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024  # all free-form fields of one snapshot together
 PREVIEW_BYTES = 2048  # what a truncated JSON value keeps of its JSON text
+MAX_INBOUND_TEXT = 1024 * 1024  # the longest string field (system, reason) accepted from an extension
+MAX_INBOUND_DEPTH = 64  # the deepest JSON value accepted from an extension
 
 # Fields that are never taken from an extension (non-serializable or host-owned).
 FORBIDDEN_FIELDS: frozenset[str] = frozenset({"model", "tools", "stopWhen", "stop_when", "prepareStep", "onFinish"})
@@ -231,13 +234,13 @@ def _is_int(v: Any) -> bool:
 
 def _num(field: str, v: Any, *, lo: float | None = None, hi: float | None = None) -> float:
     if not (isinstance(v, (int, float)) and not isinstance(v, bool)):
-        raise FieldProblem(field, f"expected a number, got {v!r}")
+        raise FieldProblem(field, f"expected a number, got {_short(v)}")
     if not math.isfinite(v):
-        raise FieldProblem(field, f"expected a finite number, got {v!r}")
+        raise FieldProblem(field, f"expected a finite number, got {_short(v)}")
     if lo is not None and v < lo:
-        raise FieldProblem(field, f"must be >= {lo}, got {v!r}")
+        raise FieldProblem(field, f"must be >= {lo}, got {_short(v)}")
     if hi is not None and v > hi:
-        raise FieldProblem(field, f"must be <= {hi}, got {v!r}")
+        raise FieldProblem(field, f"must be <= {hi}, got {_short(v)}")
     return float(v)
 
 
@@ -245,27 +248,56 @@ def _int(field: str, v: Any, *, lo: int | None = None) -> int:
     if isinstance(v, float) and v.is_integer():
         v = int(v)
     if not _is_int(v):
-        raise FieldProblem(field, f"expected an integer, got {v!r}")
+        raise FieldProblem(field, f"expected an integer, got {_short(v)}")
     if lo is not None and v < lo:
-        raise FieldProblem(field, f"must be >= {lo}, got {v!r}")
+        raise FieldProblem(field, f"must be >= {lo}, got {_short(v)}")
     return int(v)
 
 
 def _str(field: str, v: Any) -> str:
     if not isinstance(v, str):
-        raise FieldProblem(field, f"expected a string, got {v!r}")
+        raise FieldProblem(field, f"expected a string, got {_short(v)}")
+    if len(v) > MAX_INBOUND_TEXT:
+        raise FieldProblem(field, f"is {len(v)} characters long, over the {MAX_INBOUND_TEXT} limit")
     return v
+
+
+def _short(v: Any) -> str:
+    """A bounded repr of an untrusted value for a log line."""
+    text = repr(v)
+    return text if len(text) <= 200 else f"{text[:200]}…[{len(text)} chars]"
+
+
+def _check_value(field: str, value: Any) -> None:
+    """Refuse a decoded JSON value nesting deeper than MAX_INBOUND_DEPTH or holding NaN/Infinity (iterative:
+    no recursion on hostile input)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                raise FieldProblem(field, f"holds {v!r}, which is not JSON")
+            continue
+        if isinstance(v, dict):
+            children: Any = v.values()
+        elif isinstance(v, list):
+            children = v
+        else:
+            continue
+        if d > MAX_INBOUND_DEPTH:
+            raise FieldProblem(field, f"nests deeper than {MAX_INBOUND_DEPTH} levels")
+        stack.extend((c, d + 1) for c in children)
 
 
 def _bool(field: str, v: Any) -> bool:
     if not isinstance(v, bool):
-        raise FieldProblem(field, f"expected a boolean, got {v!r}")
+        raise FieldProblem(field, f"expected a boolean, got {_short(v)}")
     return v
 
 
 def _str_list(field: str, v: Any) -> list[str]:
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise FieldProblem(field, f"expected a list of strings, got {v!r}")
+        raise FieldProblem(field, f"expected a list of strings, got {_short(v)}")
     return list(v)
 
 
@@ -274,7 +306,7 @@ def _tool_choice(field: str, v: Any) -> str | dict[str, Any]:
         return v  # type: ignore[return-value]
     if isinstance(v, dict) and v.get("type") == "tool" and isinstance(v.get("toolName"), str):
         return {"type": "tool", "toolName": v["toolName"]}
-    raise FieldProblem(field, f'expected "auto", "none", "required" or {{"type": "tool", "toolName": ...}}, got {v!r}')
+    raise FieldProblem(field, f'expected "auto", "none", "required" or {{"type": "tool", "toolName": ...}}, got {_short(v)}')
 
 
 def _messages(field: str, v: Any) -> list[dict[str, Any]]:
@@ -288,7 +320,7 @@ def _timeout(field: str, v: Any) -> float | dict[str, Any]:
         out: dict[str, Any] = {}
         for k, x in v.items():
             if k not in ("totalMs", "chunkMs", "stepMs"):
-                raise FieldProblem(field, f"unknown key {k!r} (expected totalMs, chunkMs, stepMs)")
+                raise FieldProblem(field, f"unknown key {_short(k)} (expected totalMs, chunkMs, stepMs)")
             out[k] = _num(f"{field}.{k}", x, lo=1)
         return out
     return _num(field, v, lo=1)
@@ -335,17 +367,33 @@ def camel(field: str) -> str:
     return _SNAKE_TO_CAMEL.get(field, field)
 
 
-def _decode_json(field: str, text: str) -> Any:
+def _decode_json(field: str, text: str, *, check: bool = True) -> Any:
+    """A JSON value from an extension: bounded size and depth; NaN/Infinity refused (unless check=False)."""
+    if len(text) > MAX_JSON_CHARS:
+        raise FieldProblem(field, f"is {len(text)} characters of JSON, over the {MAX_JSON_CHARS} limit")
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise FieldProblem(field, f"not valid JSON: {exc}") from None
+        raise FieldProblem(field, f"not valid JSON: {str(exc)[:200]}") from None
+    if check:
+        _check_value(field, value)
+    return value
+
+
+def _unknown_fields(msg: Any) -> list[FieldProblem]:
+    """Fields of a newer (or hostile) sender this host does not know: reported, ignored."""
+    try:
+        numbers = sorted({f.field_number for f in unknown_fields.UnknownFieldSet(msg)})
+    except Exception:  # noqa: BLE001 - reporting only
+        return []
+    kind = type(msg).__name__
+    return [FieldProblem(f"#{n}", f"unknown field number {n} of {kind} (ignored)") for n in numbers]
 
 
 def patch_from_proto(msg: pb.TurnConfigPatch) -> tuple[dict[str, Any], list[FieldProblem]]:
     """The valid fields of an extension's TurnConfigPatch (snake_case -> value) and the rejected ones."""
     values: dict[str, Any] = {}
-    problems: list[FieldProblem] = []
+    problems: list[FieldProblem] = _unknown_fields(msg)
 
     def take(camel_name: str, raw: Any) -> None:
         snake, validate = _VALIDATORS[camel_name]
@@ -381,13 +429,18 @@ def patch_from_proto(msg: pb.TurnConfigPatch) -> tuple[dict[str, Any], list[Fiel
         take("headers", dict(msg.headers.values))
     if msg.HasField("extra_json"):
         try:
-            extra = _decode_json("extra", msg.extra_json)
+            extra = _decode_json("extra", msg.extra_json, check=False)  # checked field by field below
             if not isinstance(extra, dict):
                 raise FieldProblem("extra", "expected an object")
         except FieldProblem as exc:
             problems.append(exc)
             extra = {}
         for key, raw in extra.items():
+            try:
+                _check_value(key, raw)
+            except FieldProblem as exc:
+                problems.append(exc)
+                continue
             if key in FORBIDDEN_FIELDS:
                 problems.append(FieldProblem(key, "cannot be set by an extension (host-owned or not serializable)"))
             elif key in _VALIDATORS:
@@ -410,12 +463,17 @@ def turn_patch(values: dict[str, Any]) -> TurnPatch:
 
 def decision_from_proto(msg: pb.ToolCallDecision) -> tuple[str | None, dict[str, Any], list[FieldProblem]]:
     """(action or None, {input?, reason?, output?}, problems) of an extension's decision."""
-    problems: list[FieldProblem] = []
+    problems: list[FieldProblem] = _unknown_fields(msg)
     out: dict[str, Any] = {}
     action = {pb.ToolCallDecision.ALLOW: "allow", pb.ToolCallDecision.BLOCK: "block",
               pb.ToolCallDecision.SUBSTITUTE: "substitute"}.get(msg.action)
+    if action is None and msg.action != pb.ToolCallDecision.ACTION_UNSPECIFIED:
+        problems.append(FieldProblem("action", f"unknown value {msg.action}"))
     if msg.HasField("reason"):
-        out["reason"] = msg.reason
+        try:
+            out["reason"] = _str("reason", msg.reason)
+        except FieldProblem as exc:
+            problems.append(exc)
     if msg.HasField("input_json"):
         try:
             out["input"] = _decode_json("input", msg.input_json)

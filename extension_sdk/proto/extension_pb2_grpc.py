@@ -150,6 +150,12 @@ class ExtensionServicer:
         The host sends frames in order; the extension handles them in order and answers every frame
         whose id is non-zero with a frame of the same id. Observations therefore arrive in order with
         respect to awaited hooks, and one stream message replaces a unary RPC per hook.
+        Observation frames with id 0 get no answer: an extension keeps the handler errors of such frames
+        and reports them in the next ObservationAck it sends.
+        With feature "connect-tools", tool calls ride the same stream too: an `execute_tool` frame is run
+        concurrently (it does not hold up the frames after it) and answered by one or more `tool_event`
+        frames with its id, the last of which carries `output_json` or `error`; a `cancel` frame naming
+        that id cancels it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -127,3 +128,39 @@ def test_observe_unary_batch_reaches_handlers(mathx: Running) -> None:
 def test_connect_answers_a_frame_of_unknown_kind_with_its_id(greeter: Running) -> None:
     out = list(greeter.stub.Connect(frames([pb.HostFrame(id=3)]), metadata=greeter.md, timeout=10))
     assert [(f.id, f.WhichOneof("body")) for f in out] == [(3, None)]
+
+
+def _tool_frame(fid: int, name: str, args: dict[str, Any]) -> pb.HostFrame:
+    return pb.HostFrame(id=fid, execute_tool=pb.ExecuteToolRequest(name=name, input_json=json.dumps(args)))
+
+
+def test_connect_streams_a_tools_events_under_its_frame_id(mathx: Running) -> None:
+    out = list(mathx.stub.Connect(frames([_tool_frame(1, "count", {"n": 3})]), metadata=mathx.md, timeout=10))
+    events = [(f.id, f.tool_event.WhichOneof("event")) for f in out]
+    assert events == [(1, "preliminary_json")] * 3 + [(1, "output_json")]
+
+
+def test_connect_runs_a_slow_tool_without_holding_up_the_frames_after_it(mathx: Running) -> None:
+    hook = pb.HostFrame(id=2, before_tool_call=pb.BeforeToolCallRequest(
+        snapshot=pb.ToolCallSnapshot(tool_name="cached", tool_call_id="c1", input_json="{}"), want_decision=True))
+    out = list(mathx.stub.Connect(frames([_tool_frame(1, "nap", {"seconds": 0.5}), hook]), metadata=mathx.md, timeout=10))
+    assert [f.id for f in out] == [2, 1]
+    assert out[1].tool_event.WhichOneof("event") == "output_json"
+
+
+def test_connect_cancel_frame_stops_a_tool_call(mathx: Running) -> None:
+    cancel = pb.HostFrame(cancel=pb.CancelCall(id=1))
+    t0 = time.monotonic()
+    out = list(mathx.stub.Connect(frames([_tool_frame(1, "count", {"n": 3, "delay": 5}), cancel]),
+                                  metadata=mathx.md, timeout=10))
+    assert time.monotonic() - t0 < 4
+    assert all(f.tool_event.WhichOneof("event") == "preliminary_json" for f in out)
+
+
+def test_connect_reports_errors_of_unanswered_observation_frames_in_the_next_ack(mathx: Running) -> None:
+    boom = pb.ObservationBatch(items=[pb.Observation(chunk=pb.ChunkSnapshot(type="text-delta", text="boom"))])
+    out = list(mathx.stub.Connect(frames([pb.HostFrame(id=0, observations=boom),
+                                          pb.HostFrame(id=4, observations=pb.ObservationBatch())]),
+                                  metadata=mathx.md, timeout=10))
+    assert [f.id for f in out] == [4]
+    assert [(e.hook, e.name) for e in out[0].observations.errors] == [("onChunk", "ValueError")]

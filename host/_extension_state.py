@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._extension_connection import ExtensionConnection
 from ._extension_process import ExtensionProcess
-from ._manifest import Manifest
+from ._manifest import Manifest, Permissions
 from ._supervisor import CrashPolicy
 
 ExtensionState = Literal["starting", "running", "restarting", "quarantined", "stopped"]
@@ -34,6 +34,7 @@ class ExtensionInfo(BaseModel):
     features: list[str] = Field(default_factory=list)
     sandbox: list[str] = Field(default_factory=list, description="Sandbox layers enforced")
     sandbox_missing: list[str] = Field(default_factory=list, description="Layers wanted but not enforced")
+    permissions: Permissions = Field(default_factory=Permissions, description="What the manifest grants")
     restarts: int = 0
     crashes: int = 0
     dropped_observations: int = 0
@@ -100,6 +101,7 @@ class ExtensionRuntime:
             features=list(self.features),
             sandbox=list(self.enforced),
             sandbox_missing=list(self.missing),
+            permissions=self.manifest.permissions,
             restarts=self.restarts,
             crashes=self.policy.total_crashes,
             dropped_observations=self.dropped_base + (self.conn.dropped if self.conn else 0),

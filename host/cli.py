@@ -120,12 +120,12 @@ async def _cmd_list(manifests: Sequence[str], sandbox: str, as_json: bool) -> in
     async with ExtensionManager(sandbox=sandbox) as mgr:  # type: ignore[arg-type]
         infos = await mgr.load_all(manifests)
         if as_json:
-            print(json.dumps([i.model_dump(mode="json") for i in infos], indent=2))
+            print(json.dumps([i.model_dump(mode="json", by_alias=True) for i in infos], indent=2))
             return 0
         for info in infos:
-            data = info.model_dump(mode="json")
+            data = info.model_dump(mode="json", by_alias=True)
             print(f"{data.get('name')} {data.get('version', '')}  [{data.get('state', '?')}]  pid {data.get('pid')}")
-            for key in ("hooks", "tools", "features", "permissions", "sandbox", "missing_sandbox"):
+            for key in ("hooks", "tools", "features", "permissions", "sandbox", "sandbox_missing"):
                 if key in data and data[key] not in (None, [], {}):
                     value = data[key]
                     if key == "tools":

@@ -63,6 +63,8 @@ def test_list_shows_state_hooks_tools_and_permissions() -> None:
         "tools_count_to",
     }
     assert infos["router"]["hooks"] == ["beforeTurn"]
+    assert infos["router"]["permissions"]["workspace"] == "none"
+    assert "net_namespace" in infos["router"]["sandbox"]
 
 
 def test_run_streams_the_answer_and_prints_who_set_which_field(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ from ._extension_errors import (
     ExtensionUnloadedError,
 )
 from ._extension_process import ExtensionProcess
+from ._zygote import Zygote, zygote_enabled
 from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime, tls_credentials
 from ._manifest import HOOK_NAMES, Manifest, load_manifest
 from ._snapshots import (
@@ -81,8 +82,10 @@ def _bounded(text: str, limit: int = _MAX_DETAIL) -> str:
 class ExtensionManager:
     """Loads extension manifests, supervises their processes and dispatches hooks and tools to them."""
 
-    def __init__(self, *, sandbox: SandboxMode = "auto", runtime_dir: Path | None = None) -> None:
+    def __init__(self, *, sandbox: SandboxMode = "auto", runtime_dir: Path | None = None, zygote: bool = True) -> None:
+        """`zygote`: fork Python extensions from a pre-imported process (host._zygote; env HOOKWIRE_ZYGOTE=0 disables)."""
         self._sandbox_mode: SandboxMode = sandbox
+        self._zygote: Zygote | None = Zygote() if zygote and zygote_enabled() else None
         self._runtime_parent = runtime_dir
         self._runtime: Path | None = None
         self._exts: dict[str, ExtensionRuntime] = {}
@@ -261,7 +264,7 @@ class ExtensionManager:
             argv, env = self._plan(ext, command, env, ext.scratch_dir)
             proc = await ExtensionProcess.spawn(
                 name=ext.name, manifest_file=ext.manifest_file, argv=argv, env=env, cwd=m.working_dir(),
-                start_timeout_s=m.timeouts.start_ms / 1000,
+                start_timeout_s=m.timeouts.start_ms / 1000, zygote=self._zygote,
             )
             ext.proc = proc
             if ext.stopping or self._closed:  # unloaded or closed while it was starting
@@ -473,6 +476,9 @@ class ExtensionManager:
         try:
             await asyncio.gather(*(self._stop(ext) for ext in exts), return_exceptions=True)
         finally:
+            if self._zygote is not None:
+                with contextlib.suppress(Exception):
+                    await self._zygote.close()
             if self._bridge is not None:
                 with contextlib.suppress(Exception):
                     await self._bridge.stop()

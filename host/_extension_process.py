@@ -19,6 +19,7 @@ from pathlib import Path
 from extension_sdk.proto import HANDSHAKE_MAGIC, PROTOCOL_VERSION
 
 from ._extension_errors import ExtensionStartError
+from ._zygote import Zygote, ZygoteProcess, ZygoteUnavailable, zygote_launch
 
 LINE_CAP = 4096  # bytes kept per logged line
 READ_CHUNK = 65536
@@ -30,7 +31,7 @@ LOG_BURST = 1000.0
 class ExtensionProcess:
     """A started extension process whose handshake succeeded (see `spawn`)."""
 
-    def __init__(self, name: str, manifest_file: str, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, name: str, manifest_file: str, proc: asyncio.subprocess.Process | ZygoteProcess) -> None:
         self.name = name
         self.manifest_file = manifest_file
         self._proc = proc
@@ -57,11 +58,21 @@ class ExtensionProcess:
         env: dict[str, str],
         cwd: Path,
         start_timeout_s: float,
+        zygote: Zygote | None = None,
     ) -> ExtensionProcess:
-        """Start the process and wait for its handshake line. Raises ExtensionStartError."""
+        """Start the process and wait for its handshake line. Raises ExtensionStartError.
+
+        With a `zygote`, an eligible Python command is forked from it (same sandbox layers); if the zygote
+        cannot, the process is spawned normally.
+        """
         where = f"extension {name!r} (manifest {manifest_file})"
+        proc: asyncio.subprocess.Process | ZygoteProcess | None = None
+        launch = zygote_launch(argv, env) if zygote is not None and cwd.is_dir() else None
+        if zygote is not None and launch is not None:
+            with contextlib.suppress(ZygoteUnavailable):  # logged once by the zygote; spawn normally
+                proc = await zygote.spawn(launch, name=name, env=env, cwd=cwd)
         try:
-            proc = await asyncio.create_subprocess_exec(
+            proc = proc or await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,

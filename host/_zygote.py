@@ -185,6 +185,7 @@ class Zygote:
         self._next_id = 0
         self.broken: str | None = None  # why the zygote is unusable (then every spawn raises ZygoteUnavailable)
         self.info: dict[str, Any] = {}
+        self._closing = False
 
     @property
     def pid(self) -> int | None:
@@ -275,6 +276,9 @@ class Zygote:
         """The zygote is unusable from now on: fail what waits on it, watch its children with pidfds."""
         if self.broken is None:
             self.broken = why
+            if not self._closing:
+                log.warning("the Python zygote is unavailable (%s); Python extensions start through the launcher "
+                            "from now on", why)
         if self._ctrl is not None:
             if self._loop is not None:
                 with contextlib.suppress(Exception):
@@ -361,6 +365,7 @@ class Zygote:
 
     async def close(self) -> None:
         """Stop the zygote (its children are not touched: their owners stop them through their lifelines)."""
+        self._closing = True
         self._lost("the zygote was closed")
         proc = self._proc
         if proc is not None and proc.returncode is None:

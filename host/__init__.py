@@ -36,6 +36,7 @@ from ._sandbox import LaunchPlan, SandboxMode, SandboxUnavailable, plan_launch, 
 from ._bridge import HostBridgeServer  # noqa: E402
 from ._extension_errors import (  # noqa: E402
     ExtensionError,
+    ExtensionReplyError,
     ExtensionStartError,
     ExtensionToolError,
     ExtensionUnavailableError,

@@ -142,6 +142,7 @@ class Agent:
         self._submissions: dict[str, asyncio.Task[ChatResponseResult]] = {}
         self._turn_trace: list[TraceEvent] | None = None
         self._turn_rid = ""
+        self._turn_cc: CallContext | None = None  # the turn's CallContext, one object per turn (see _cc)
         self._turn_provenance: dict[str, str] = {}
         self._turn_deadline: float | None = None  # loop time the turn's timeout (totalMs) ends; bounds extension hooks
         self._chunk_subscribed = False
@@ -446,7 +447,11 @@ class Agent:
             logger.exception("on_chat_response raised (session %s, request %s)", self.session_id, result.request_id)
 
     def _cc(self) -> CallContext:
-        return CallContext(session_id=self.session_id, request_id=self._turn_rid)
+        """The current turn's CallContext: one object per turn, so consecutive observations batch together."""
+        cc = self._turn_cc
+        if cc is None or cc.request_id != self._turn_rid or cc.session_id != self.session_id:
+            cc = self._turn_cc = CallContext(session_id=self.session_id, request_id=self._turn_rid)
+        return cc
 
     def _on_trace(self, event: TraceEvent) -> None:
         if self._turn_trace is not None and event.request_id in ("", self._turn_rid):

@@ -5,8 +5,16 @@ Everything the host sends goes through one ordered outbox drained by a sender ta
   an id and a future resolved by the reader task when the extension answers with the same id;
 - without it, the same outbox is drained with unary calls (BeforeTurn, BeforeToolCall, Observe).
 Observations (afterToolCall, onStepFinish, onChunk, observe-only beforeToolCall) are batched: consecutive
-items of one call context become one `observations` frame (up to BATCH_MAX items). The outbox is bounded:
-when the extension can't keep up, the oldest onChunk items are dropped (counted), the turn never blocks.
+items of one call context (compared by session and request id) become one `observations` frame (up to
+BATCH_MAX items). The sender holds observations back for up to COALESCE_S so a stream of chunks becomes a few
+frames; an awaited call, a tool call, a flush or a full batch ends the hold at once.
+On the stream, observation frames go out with id 0 (no answer); one frame in ACK_FRAMES (or ACK_ITEMS items),
+and the frame a flush waits for, carry an id: its ObservationAck covers every frame before it (the extension
+handles frames in order) and reports the handler errors of the unanswered ones. At most WINDOW acked frames
+are in flight, so the outbox is bounded: when the extension can't keep up, the oldest onChunk items are
+dropped (counted), the turn never blocks.
+With the "connect-tools" feature, tool calls ride the stream too (`execute_tool` / `tool_event` / `cancel`);
+without it each tool call is an ExecuteTool RPC.
 """
 
 from __future__ import annotations
@@ -33,12 +41,21 @@ MAX_RECEIVE_BYTES = 16 * 1024 * 1024  # the largest reply accepted from an exten
 RECENT_IDS = 1024  # answered call ids remembered to recognise duplicate and late replies
 BATCH_MAX = 256
 QUEUE_MAX = 10_000
-WINDOW = 8  # observation frames in flight (unacked) per extension
+WINDOW = 2  # acked observation frames in flight (unanswered) per extension
+ACK_FRAMES = 8  # on the stream, one observation frame in ACK_FRAMES asks for an ack ...
+ACK_ITEMS = 1024  # ... or the first frame after ACK_ITEMS items without one
+COALESCE_S = 0.020  # how long observations are held back to share a frame (a call, flush or full batch ends it)
+# Tool calls as frames on the Connect stream when the extension offers "connect-tools" (~2x faster per call).
+# Off by default: an extension starved of threads (process limit) hangs silently on the stream until the tool
+# timeout, where a new ExecuteTool RPC makes it fail fast (tests/fault test_fork_bomb_is_contained).
+USE_CONNECT_TOOLS = False
 
 _OBS = 0
 _CALL = 1
-_HOOK_OF_BODY = {"before_turn": "beforeTurn", "before_tool_call": "beforeToolCall", "observations": "observations"}
-_BODY_FIELDS = {2: "before_turn", 3: "before_tool_call", 4: "observations"}
+_SEND = 2  # a frame written as is, no reply handled by the sender (execute_tool, cancel)
+_HOOK_OF_BODY = {"before_turn": "beforeTurn", "before_tool_call": "beforeToolCall", "observations": "observations",
+                 "execute_tool": "tool", "tool_event": "tool"}
+_BODY_FIELDS = {2: "before_turn", 3: "before_tool_call", 4: "observations", 5: "tool_event"}
 
 
 def _raw(data: bytes) -> bytes:
@@ -99,6 +116,7 @@ class ExtensionConnection:
         on_lost: Callable[[str], None] | None = None,
         observe_timeout_s: float = 5.0,
         queue_max: int = QUEUE_MAX,
+        coalesce_s: float = COALESCE_S,
     ) -> None:
         self.name = name
         self.target = target
@@ -121,6 +139,17 @@ class ExtensionConnection:
         self._queue_max = queue_max
         self.describe: pb.DescribeResponse | None = None
         self.streaming = False
+        self.tools_on_stream = False  # feature "connect-tools": tool calls as frames on the Connect stream
+        self._coalesce_s = coalesce_s
+        self._holding = False  # observations are being held back (observe() does not wake the sender)
+        self._hold_timer: asyncio.TimerHandle | None = None
+        self._urgent = False  # a call, tool call or flush is waiting: send everything queued without holding
+        self._sent_seq = 0  # the last observation written to the stream
+        self._ack_req_seq = 0  # the last observation covered by a frame that asked for an ack
+        self._flush_seq = 0  # the last observation a flush waits for
+        self._unacked_frames = 0  # observation frames written since the last one that asked for an ack
+        self._unacked_items = 0
+        self._tools: dict[int, asyncio.Queue[Any]] = {}  # tool call id -> its events (connect-tools)
         self._stream: Any = None
         self._outbox: deque[tuple[Any, ...]] = deque()
         self._obs_count = 0
@@ -142,6 +171,7 @@ class ExtensionConnection:
         self._closed = False
         self.dropped = 0
         self._last_ctx: Any = None
+        self._last_ctx_key: Any = None
         self._last_ctx_proto: pb.CallContext = pb.CallContext()
 
     # -- set-up --------------------------------------------------------------------------------
@@ -153,6 +183,7 @@ class ExtensionConnection:
         )
         self.describe = desc
         self.streaming = "connect" in desc.features
+        self.tools_on_stream = USE_CONNECT_TOOLS and self.streaming and "connect-tools" in desc.features
         if self.streaming:
             self._stream = self._connect(metadata=self._md)
             self._tasks.append(asyncio.ensure_future(self._reader()))
@@ -174,17 +205,30 @@ class ExtensionConnection:
         frame.id = fid
         fut: asyncio.Future[pb.ExtensionFrame] = loop.create_future()
         self._pending[fid] = fut
-        self._kinds[fid] = frame.WhichOneof("body") or ""
-        if len(self._kinds) > RECENT_IDS:
-            for old in list(self._kinds)[: len(self._kinds) - RECENT_IDS]:
-                del self._kinds[old]
-                self._answered.discard(old)
+        self._remember(fid, frame.WhichOneof("body") or "")
         self._outbox.append((_CALL, frame, fut, loop.time() + timeout_s))
-        self._wake.set()
+        self._hurry()
         try:
             return await asyncio.wait_for(fut, timeout_s)
         finally:
             self._pending.pop(fid, None)
+
+    def _remember(self, fid: int, kind: str) -> None:
+        """Keep the body kind the reply to call `fid` must have (the RECENT_IDS latest calls)."""
+        self._kinds[fid] = kind
+        if len(self._kinds) > RECENT_IDS:
+            for old in list(self._kinds)[: len(self._kinds) - RECENT_IDS]:
+                del self._kinds[old]
+                self._answered.discard(old)
+
+    def _hurry(self) -> None:
+        """Someone waits: the sender sends everything queued now (no coalescing hold)."""
+        self._urgent = True
+        self._wake.set()
+
+    def _release_hold(self) -> None:
+        self._holding = False  # the sender sends, then clears _hold_timer (the next batch holds anew)
+        self._wake.set()
 
     # -- observations --------------------------------------------------------------------------
 
@@ -194,14 +238,18 @@ class ExtensionConnection:
         if self._broken is not None or self._closed:
             return
         if context is not self._last_ctx:
+            # Contexts are compared by value: equal contexts keep sharing one proto (and so one frame).
+            key = None if context is None else (context.session_id, context.request_id)
+            if key != self._last_ctx_key:
+                self._last_ctx_key = key
+                self._last_ctx_proto = ctx_proto_factory(context)
             self._last_ctx = context
-            self._last_ctx_proto = ctx_proto_factory(context)
         self._enq_seq += 1
         self._outbox.append((_OBS, self._last_ctx_proto, obs, self._enq_seq, is_chunk))
         self._obs_count += 1
         if self._obs_count > self._queue_max:
             self._drop_oldest()
-        if not self._wake.is_set():
+        if not self._holding or self._obs_count >= BATCH_MAX:
             self._wake.set()
 
     def _drop_oldest(self) -> None:
@@ -244,6 +292,9 @@ class ExtensionConnection:
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         entry = (target, fut)
         self._flush_waiters.append(entry)
+        if target > self._flush_seq:
+            self._flush_seq = target
+        self._hurry()
         try:
             return await asyncio.wait_for(fut, timeout_s)
         except TimeoutError:
@@ -268,15 +319,24 @@ class ExtensionConnection:
     # -- the sender and the reader -------------------------------------------------------------
 
     async def _sender(self) -> None:
+        loop = asyncio.get_running_loop()
+        outbox = self._outbox
         try:
             while True:
-                if not self._outbox:
+                outbox = self._outbox  # _drop_oldest replaces the deque
+                if not outbox:
+                    self._urgent = False
+                    if self.streaming and self._flush_seq > self._ack_req_seq and self._sent_seq >= self._flush_seq:
+                        # A flush waits for observations already sent unanswered: ask for an ack of them all.
+                        await self._write_observations(self._last_ctx_proto, [], self._sent_seq, True)
+                        continue
                     self._wake.clear()
                     await self._wake.wait()
                     continue
-                head = self._outbox[0]
-                if head[0] == _CALL:
-                    self._outbox.popleft()
+                head = outbox[0]
+                kind = head[0]
+                if kind == _CALL:
+                    outbox.popleft()
                     _, frame, fut, deadline = head
                     if fut.done():
                         continue  # the caller gave up before it was sent
@@ -285,30 +345,46 @@ class ExtensionConnection:
                     else:
                         await self._unary_call(frame, fut, deadline)
                     continue
+                if kind == _SEND:
+                    outbox.popleft()
+                    await self._stream.write(head[1])
+                    continue
                 if self.streaming and self._inflight >= WINDOW:
                     self._window.clear()
                     await self._window.wait()
                     continue
+                if not self._urgent and self._obs_count < BATCH_MAX and self._coalesce_s > 0:
+                    if self._hold_timer is None:  # start holding; _release_hold ends it (the timer fired)
+                        self._holding = True
+                        self._hold_timer = loop.call_later(self._coalesce_s, self._release_hold)
+                    if self._holding:
+                        self._wake.clear()
+                        await self._wake.wait()
+                        continue
+                if self._hold_timer is not None:
+                    self._hold_timer.cancel()
+                    self._hold_timer = None
+                self._holding = False
                 ctx = head[1]
                 items = []
-                outbox_pop = self._outbox.popleft
+                outbox_pop = outbox.popleft
                 covers = 0
-                while self._outbox and len(items) < BATCH_MAX:
-                    e = self._outbox[0]
+                while outbox and len(items) < BATCH_MAX:
+                    e = outbox[0]
                     if e[0] != _OBS or e[1] is not ctx:
                         break
                     outbox_pop()
                     items.append(e[2])
                     covers = e[3]
                 self._obs_count -= len(items)
-                batch = pb.ObservationBatch(context=ctx, items=items)
                 if self.streaming:
-                    self._next_id += 1
-                    fid = self._next_id
-                    self._ack_covers[fid] = covers
-                    self._inflight += 1
-                    await self._stream.write(pb.HostFrame(id=fid, observations=batch))
+                    self._unacked_frames += 1
+                    self._unacked_items += len(items)
+                    ack = (self._unacked_frames >= ACK_FRAMES or self._unacked_items >= ACK_ITEMS
+                           or self._flush_seq > self._ack_req_seq and covers >= self._flush_seq)
+                    await self._write_observations(ctx, items, covers, ack)
                 else:
+                    batch = pb.ObservationBatch(context=ctx, items=items)
                     try:
                         ack = await self._stub.Observe(batch, metadata=self._md, timeout=self._observe_timeout_s)
                         self._report_errors(ack.errors)
@@ -319,6 +395,25 @@ class ExtensionConnection:
             raise
         except Exception as exc:  # the stream broke (the extension went away)
             self._fail(exc)
+        finally:
+            if self._hold_timer is not None:
+                self._hold_timer.cancel()
+                self._hold_timer = None
+
+    async def _write_observations(self, ctx: pb.CallContext, items: list[pb.Observation], covers: int,
+                                  ack: bool) -> None:
+        """One observations frame on the stream; with `ack`, it gets an id and its ack advances the flush mark."""
+        fid = 0
+        if ack:
+            self._next_id += 1
+            fid = self._next_id
+            self._ack_covers[fid] = covers
+            self._inflight += 1
+            self._ack_req_seq = covers
+            self._unacked_frames = self._unacked_items = 0
+        if covers > self._sent_seq:
+            self._sent_seq = covers
+        await self._stream.write(pb.HostFrame(id=fid, observations=pb.ObservationBatch(context=ctx, items=items)))
 
     async def _unary_call(self, frame: pb.HostFrame, fut: asyncio.Future[pb.ExtensionFrame], deadline: float) -> None:
         remaining = deadline - asyncio.get_running_loop().time()
@@ -365,6 +460,23 @@ class ExtensionConnection:
                         self._report_errors(frame.observations.errors)
                     self._advance(covers)
                     continue
+                if fid == 0 and frame.HasField("observations"):
+                    # An extension that answers every frame (older ones do): its errors count, the ack nothing.
+                    if frame.observations.errors:
+                        self._report_errors(frame.observations.errors)
+                    continue
+                tool = self._tools.get(fid)
+                if tool is not None:
+                    if frame.HasField("tool_event"):
+                        tool.put_nowait(frame.tool_event)
+                    else:
+                        got = _HOOK_OF_BODY.get(frame.WhichOneof("body") or "", "an empty frame")
+                        tool.put_nowait(self._reject(
+                            f"reply of the wrong kind: {got} frame answering a tool call (field body)", "tool", "body"
+                        ))
+                    continue
+                if frame.HasField("tool_event") and self._kinds.get(fid) == "execute_tool":
+                    continue  # an event of a tool call its caller gave up on (cancelled, timed out)
                 self._answer(fid, frame)
         except asyncio.CancelledError:
             raise
@@ -412,6 +524,9 @@ class ExtensionConnection:
         if fut is not None and not fut.done():
             self._answered.add(fid)
             fut.set_exception(err)
+        tool = self._tools.get(fid)
+        if tool is not None:
+            tool.put_nowait(err)
 
     def _fail(self, exc: BaseException) -> None:
         if self._broken is not None:
@@ -433,6 +548,8 @@ class ExtensionConnection:
             if not fut.done():
                 fut.set_exception(err)
         self._pending.clear()
+        for tool in self._tools.values():
+            tool.put_nowait(err)
         for _, fut in self._flush_waiters:
             if not fut.done():
                 fut.set_result(False)
@@ -443,7 +560,10 @@ class ExtensionConnection:
     async def execute_tool(
         self, request: pb.ExecuteToolRequest, timeout_s: float, on_preliminary: Callable[[Any], Any] | None
     ) -> Any:
-        """Run a tool; preliminary results go to on_preliminary. Raises ExtensionToolError on a tool error."""
+        """Run a tool; preliminary results go to on_preliminary. Raises ExtensionToolError on a tool error,
+        TimeoutError after timeout_s (on the stream) and ExtensionUnavailableError when the extension went away."""
+        if self.tools_on_stream:
+            return await self._stream_tool(request, timeout_s, on_preliminary)
         call = self._stub.ExecuteTool(request, metadata=self._md, timeout=timeout_s)
         try:
             async for event in call:
@@ -462,6 +582,48 @@ class ExtensionConnection:
         raise ExtensionToolError(
             f"extension {self.name!r}: tool {request.name!r} ended without an output", extension=self.name
         )
+
+    async def _stream_tool(
+        self, request: pb.ExecuteToolRequest, timeout_s: float, on_preliminary: Callable[[Any], Any] | None
+    ) -> Any:
+        """A tool call as an `execute_tool` frame; its `tool_event` frames come back through the reader.
+
+        A caller that gives up (cancelled, timed out, its on_preliminary raised) sends a `cancel` frame.
+        """
+        if self._broken is not None or self._closed:
+            raise ExtensionUnavailableError(f"extension {self.name!r} is not connected", extension=self.name)
+        self._next_id += 1
+        fid = self._next_id
+        self._remember(fid, "execute_tool")
+        events: asyncio.Queue[Any] = asyncio.Queue()
+        self._tools[fid] = events
+        self._outbox.append((_SEND, pb.HostFrame(id=fid, execute_tool=request)))
+        self._hurry()
+        finished = False
+        try:
+            async with asyncio.timeout(timeout_s):
+                while True:
+                    event = await events.get()
+                    if isinstance(event, BaseException):
+                        finished = True
+                        raise event
+                    kind = event.WhichOneof("event")
+                    if kind == "preliminary_json":
+                        if on_preliminary is not None:
+                            result = on_preliminary(json.loads(event.preliminary_json))
+                            if inspect.isawaitable(result):
+                                await result
+                    elif kind == "output_json":
+                        finished = True
+                        return json.loads(event.output_json) if event.output_json else None
+                    elif kind == "error":
+                        finished = True
+                        raise ExtensionToolError(event.error.message or event.error.name, extension=self.name)
+        finally:
+            self._tools.pop(fid, None)
+            if not finished and self._broken is None and not self._closed:
+                self._outbox.append((_SEND, pb.HostFrame(cancel=pb.CancelCall(id=fid))))
+                self._hurry()
 
     # -- shutdown ------------------------------------------------------------------------------
 

@@ -807,6 +807,26 @@ class ExtensionManager:
             self._trace(f"tool:{tool}", ext.name, "error", latency_ms=(time.perf_counter() - t0) * 1000,
                         detail=str(exc), context=context)
             raise
+        except TimeoutError:  # a tool call on the Connect stream (connect-tools) ran out of time
+            self._trace(f"tool:{tool}", ext.name, "timeout", latency_ms=(time.perf_counter() - t0) * 1000,
+                        detail=f"no output within {timeout * 1000:.0f} ms", context=context)
+            raise ExtensionToolError(
+                f"tool {name!r} of extension {ext.name!r} timed out after {timeout * 1000:.0f} ms", extension=ext.name
+            ) from None
+        except ExtensionReplyError as exc:  # connect-tools: a reply frame was rejected
+            self._trace(f"tool:{tool}", ext.name, "error", latency_ms=(time.perf_counter() - t0) * 1000,
+                        detail=str(exc), context=context)
+            raise ExtensionToolError(f"tool {name!r} of extension {ext.name!r} failed: {exc}", extension=ext.name) from None
+        except ExtensionUnavailableError:  # connect-tools: the stream broke or was closed during the call
+            self._trace(f"tool:{tool}", ext.name, "error", latency_ms=(time.perf_counter() - t0) * 1000,
+                        detail="connection closed during the call", context=context)
+            if self._exts.get(ext.name) is not ext:
+                raise ExtensionUnloadedError(
+                    f"tool {name!r}: extension {ext.name!r} has been unloaded", extension=ext.name
+                ) from None
+            raise ExtensionUnavailableError(
+                f"tool {name!r}: extension {ext.name!r} went away during the call", extension=ext.name
+            ) from None
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():

@@ -195,15 +195,19 @@ def step_to_proto(s: StepSnapshot) -> pb.StepSnapshot:
 
 
 def chunk_to_observation(s: ChunkSnapshot) -> pb.Observation:
-    """The per-chunk path: plain attribute reads and one proto construction (bounded only when it must be)."""
+    """The per-chunk path: plain attribute reads, the proto filled in place (bounded only when it must be)."""
     try:
-        chunk = pb.ChunkSnapshot(type=s.type)
-        if s.text is not None:
-            chunk.text = s.text if len(s.text) <= MAX_TEXT_BYTES // 4 else Budget().text(s.text)
+        obs = pb.Observation()
+        chunk = obs.chunk
+        chunk.type = s.type
+        text = s.text
+        if text is not None:
+            chunk.text = text if len(text) <= MAX_TEXT_BYTES // 4 else Budget().text(text)
         if s.tool_name is not None:
             chunk.tool_name = s.tool_name
         if s.tool_call_id is not None:
             chunk.tool_call_id = s.tool_call_id
+        return obs
     except UnicodeEncodeError:  # lone surrogates: protobuf refuses them
         budget = Budget()
         chunk = pb.ChunkSnapshot(type=budget.text(s.type, 64))

@@ -1,0 +1,136 @@
+"""The Connect stream's fast paths: tool calls as frames (feature connect-tools), unanswered observation
+frames, contexts compared by value, and coalescing of observations into shared frames."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ext_helpers import wait_until, write_manifest
+
+from host import CallContext, ChunkSnapshot, ExtensionManager, ExtensionToolError, ExtensionUnloadedError, TraceEvent
+
+
+@pytest.fixture(autouse=True)
+def connect_tools_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream tool path is opt-in (host._extension_connection.USE_CONNECT_TOOLS): these tests turn it on."""
+    from host import _extension_connection
+
+    monkeypatch.setattr(_extension_connection, "USE_CONNECT_TOOLS", True)
+
+
+def wire_manifest(tmp_path: Path, *args: str, **fields: Any) -> Path:
+    return write_manifest(tmp_path, "wire", "wire_ext.py", *args, **fields)
+
+
+async def seen(manager: ExtensionManager) -> dict[str, Any]:
+    return await manager.execute_tool("wire_seen", {})
+
+
+async def test_tool_calls_ride_the_connect_stream_when_the_extension_offers_connect_tools(
+    manager: ExtensionManager, tmp_path: Path
+) -> None:
+    info = await manager.load(wire_manifest(tmp_path))
+    assert "connect-tools" in info.features
+    assert await manager.execute_tool("wire_add", {"a": 2, "b": 3}) == 5
+    assert (await seen(manager))["transports"] == ["stream", "stream"]
+
+
+async def test_tool_calls_use_execute_tool_rpcs_without_connect_tools(manager: ExtensionManager, tmp_path: Path) -> None:
+    info = await manager.load(wire_manifest(tmp_path, "--no-connect-tools"))
+    assert "connect-tools" not in info.features
+    assert await manager.execute_tool("wire_add", {"a": 2, "b": 3}) == 5
+    assert (await seen(manager))["transports"] == ["rpc", "rpc"]
+
+
+@pytest.mark.parametrize("args", [(), ("--no-connect-tools",)], ids=["stream", "rpc"])
+async def test_streaming_tool_preliminaries_reach_the_caller_in_order_then_the_output(
+    manager: ExtensionManager, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    await manager.load(wire_manifest(tmp_path, *args))
+    prelims: list[Any] = []
+    assert await manager.execute_tool("wire_count", {"n": 4}, on_preliminary=prelims.append) == 4
+    assert prelims == [1, 2, 3]
+
+
+async def test_tool_timeout_on_the_stream_raises_a_tool_error_and_cancels_the_tool(
+    manager: ExtensionManager, tmp_path: Path
+) -> None:
+    await manager.load(wire_manifest(tmp_path, timeouts={"toolMs": 300}))
+    with pytest.raises(ExtensionToolError, match="timed out after 300 ms"):
+        await manager.execute_tool("wire_nap", {"seconds": 30})
+    assert await wait_until_seen(manager, "cancelled", ["nap"])
+
+
+async def test_a_cancelled_caller_cancels_the_tool_in_the_extension(manager: ExtensionManager, tmp_path: Path) -> None:
+    await manager.load(wire_manifest(tmp_path))
+    call = asyncio.ensure_future(manager.execute_tool("wire_nap", {"seconds": 30}))
+    await asyncio.sleep(0.3)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert await wait_until_seen(manager, "cancelled", ["nap"])
+
+
+async def test_unloading_during_a_stream_tool_call_raises_unloaded(manager: ExtensionManager, tmp_path: Path) -> None:
+    await manager.load(wire_manifest(tmp_path))
+    call = asyncio.ensure_future(manager.execute_tool("wire_nap", {"seconds": 30}))
+    await asyncio.sleep(0.3)
+    await manager.unload("wire")
+    with pytest.raises(ExtensionUnloadedError, match="has been unloaded"):
+        await call
+
+
+async def wait_until_seen(manager: ExtensionManager, key: str, expected: Any) -> bool:
+    for _ in range(50):
+        if (await seen(manager))[key] == expected:
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_handler_errors_of_unanswered_frames_are_reported_by_the_next_flush(
+    manager: ExtensionManager, tmp_path: Path, traces: list[TraceEvent]
+) -> None:
+    await manager.load(wire_manifest(tmp_path))
+    ctx = CallContext(session_id="s", request_id="r")
+    for text in ("a", "bad", "c"):
+        manager.on_chunk(ChunkSnapshot(type="text-delta", text=text), ctx)
+        await asyncio.sleep(0.05)  # each chunk its own frame (past the coalescing window)
+    await manager.flush(ctx)
+    errors = [t for t in traces if t.outcome == "error"]
+    assert [(t.hook, t.extension) for t in errors] == [("onChunk", "wire")]
+    assert "this chunk is bad" in errors[0].detail
+
+
+async def test_equal_contexts_from_distinct_objects_share_one_frame(manager: ExtensionManager, tmp_path: Path) -> None:
+    await manager.load(wire_manifest(tmp_path))
+    for i in range(100):
+        manager.on_chunk(ChunkSnapshot(type="text-delta", text=str(i)), CallContext(session_id="s", request_id="r"))
+    await manager.flush()
+    state = await seen(manager)
+    assert state["batches"] == [100]
+    assert [c[1] for c in state["chunks"]] == [str(i) for i in range(100)]
+
+
+async def test_observations_of_different_turns_keep_their_own_context(manager: ExtensionManager, tmp_path: Path) -> None:
+    await manager.load(wire_manifest(tmp_path))
+    for rid in ("r1", "r2", "r1"):
+        manager.on_chunk(ChunkSnapshot(type="text-delta", text=rid), CallContext(session_id="s", request_id=rid))
+    await manager.flush()
+    assert (await seen(manager))["chunks"] == [["r1", "r1"], ["r2", "r2"], ["r1", "r1"]]
+
+
+async def test_chunks_trickling_in_share_frames(manager: ExtensionManager, tmp_path: Path) -> None:
+    await manager.load(wire_manifest(tmp_path))
+    ctx = CallContext(session_id="s", request_id="r")
+    for i in range(60):
+        manager.on_chunk(ChunkSnapshot(type="text-delta", text=str(i)), ctx)
+        await asyncio.sleep(0)  # the loop runs between chunks, as in a streamed turn
+    await manager.flush(ctx)
+    state = await seen(manager)
+    assert sum(state["batches"]) == 60
+    assert len(state["batches"]) < 30  # without coalescing, every chunk would be its own frame
+    assert [c[1] for c in state["chunks"]] == [str(i) for i in range(60)]

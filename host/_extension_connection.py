@@ -45,10 +45,10 @@ WINDOW = 2  # acked observation frames in flight (unanswered) per extension
 ACK_FRAMES = 8  # on the stream, one observation frame in ACK_FRAMES asks for an ack ...
 ACK_ITEMS = 1024  # ... or the first frame after ACK_ITEMS items without one
 COALESCE_S = 0.020  # how long observations are held back to share a frame (a call, flush or full batch ends it)
-# Tool calls as frames on the Connect stream when the extension offers "connect-tools" (~2x faster per call).
-# Off by default: an extension starved of threads (process limit) hangs silently on the stream until the tool
-# timeout, where a new ExecuteTool RPC makes it fail fast (tests/fault test_fork_bomb_is_contained).
-USE_CONNECT_TOOLS = False
+# Tool calls as frames on the Connect stream when the extension offers "connect-tools" (~2x faster per call than
+# an ExecuteTool RPC each). An extension that stops answering on the stream is bounded by timeouts.toolMs and found
+# by the health probe (host/_health.py); extensions without the feature get ExecuteTool RPCs.
+USE_CONNECT_TOOLS = True
 
 _OBS = 0
 _CALL = 1
@@ -278,6 +278,11 @@ class ExtensionConnection:
                 "extension %r can't keep up with observations: dropped %d oldest onChunk item(s) (%d in total)",
                 self.name, dropped, self.dropped,
             )
+
+    @property
+    def channel(self) -> grpc.aio.Channel:
+        """The gRPC channel to the extension (the health probe shares it)."""
+        return self._channel
 
     @property
     def enqueued(self) -> int:

@@ -37,6 +37,7 @@ from ._extension_errors import (
 from ._extension_process import ExtensionProcess
 from ._zygote import Zygote, zygote_enabled
 from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime, tls_credentials
+from ._health import HealthProbe
 from ._manifest import HOOK_NAMES, Manifest, load_manifest
 from ._snapshots import (
     CallContext,
@@ -345,6 +346,24 @@ class ExtensionManager:
         ext.tools = tools
         ext.state = "running"
         self._changed()
+        self._probe_health(ext, conn)
+
+    def _probe_health(self, ext: ExtensionRuntime, conn: ExtensionConnection) -> None:
+        """Notice an extension that lives but no longer answers (stopped, starved, deadlocked): restart it."""
+        t = ext.manifest.timeouts
+        if t.health_interval_ms <= 0 or ext.proc is None:
+            return
+        ext.health = HealthProbe(
+            ext.name, conn.channel, interval_s=t.health_interval_ms / 1000, timeout_s=t.health_timeout_ms / 1000,
+            failures=t.health_failures, on_unhealthy=lambda why: self._connection_lost(ext, why),
+        )
+        ext.health.start()
+
+    @staticmethod
+    async def _stop_health(ext: ExtensionRuntime) -> None:
+        probe, ext.health = ext.health, None
+        if probe is not None:
+            await probe.stop()
 
     def _changed(self) -> None:
         self._sub_cache = {}
@@ -383,6 +402,7 @@ class ExtensionManager:
         await self._crashed(ext, f"broke its connection ({why})", proc.stderr_tail() if proc else [])
 
     async def _crashed(self, ext: ExtensionRuntime, why: str, tail: list[str]) -> None:
+        await self._stop_health(ext)
         conn, ext.conn = ext.conn, None
         if conn is not None:
             ext.dropped_base += conn.dropped
@@ -423,6 +443,7 @@ class ExtensionManager:
 
     async def _stop(self, ext: ExtensionRuntime) -> None:
         ext.stopping = True
+        await self._stop_health(ext)
         for task in (ext.restarter, ext.watcher, ext.lost_task):
             if task is not None and not task.done() and task is not asyncio.current_task():
                 task.cancel()

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._extension_connection import ExtensionConnection
 from ._extension_process import ExtensionProcess
+from ._health import HealthProbe
 from ._manifest import Manifest, Permissions
 from ._supervisor import CrashPolicy
 
@@ -81,6 +82,7 @@ class ExtensionRuntime:
         self.watcher: asyncio.Task[None] | None = None
         self.restarter: asyncio.Task[None] | None = None
         self.lost_task: asyncio.Task[None] | None = None  # handling a broken connection
+        self.health: HealthProbe | None = None
         self.stopping = False
         self.dropped_base = 0  # drops counted by earlier connections
 

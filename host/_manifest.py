@@ -87,6 +87,11 @@ class Timeouts(_Model):
     hook_ms: int = Field(default=5_000, gt=0, description="Default per-hook deadline")
     tool_ms: int = Field(default=60_000, gt=0, description="Per tool call")
     shutdown_ms: int = Field(default=2_000, ge=0, description="Grace before SIGKILL")
+    health_interval_ms: int = Field(
+        default=5_000, ge=0, description="How often the host checks the extension still answers; 0: never"
+    )
+    health_timeout_ms: int = Field(default=2_000, gt=0, description="Deadline of one health check")
+    health_failures: int = Field(default=3, ge=1, description="Misses in a row that count as a crash")
 
 
 class Restart(_Model):

@@ -6,7 +6,8 @@ extension is a fork of it that applies the same sandbox layers as the launcher (
 the extension's module or script with runpy.
 
 Only `[sys.executable, -m, module, ...]` and `[sys.executable, script, ...]` commands (directly, or wrapped in the
-launcher argv `plan_launch` builds) whose environment sets no PYTHON* variable are eligible (`zygote_launch`);
+launcher argv `plan_launch` builds) whose environment sets no PYTHON* variable and has the host's locale
+variables (the zygote's interpreter decided its encodings from them) are eligible (`zygote_launch`);
 everything else is spawned as before. `Zygote.spawn` returns a `ZygoteProcess`, a drop-in for the
 `asyncio.subprocess.Process` the extension process code uses (pid, returncode, wait, stdin/stdout/stderr
 streams, send_signal, kill). Any zygote failure raises `ZygoteUnavailable`: the caller falls back to a
@@ -38,7 +39,8 @@ log = logging.getLogger("hookwire.extensions")
 
 ZYGOTE_MAIN: Path = Path(__file__).resolve().with_name("_zygote_main.py")
 LAUNCHER: Path = Path(__file__).resolve().with_name("_launcher.py")
-_ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "TZ")
+_ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "TZ")  # what the manager passes to every extension, too
+_LOCALE_ENV = ("LANG", "LC_ALL", "LC_CTYPE")  # decide the interpreter's encodings at start-up
 _TITLE_ROOM = 2048  # bytes of argv the forked children can overwrite to show their own command line
 START_TIMEOUT_S = 20.0
 SPAWN_TIMEOUT_S = 10.0
@@ -80,6 +82,9 @@ def zygote_launch(argv: list[str], env: dict[str, str]) -> ZygoteLaunch | None:
         return None
     if any(key.startswith("PYTHON") for key in env):  # read by the interpreter at start-up: needs a real one
         return None
+    zygote_env = _zygote_env()
+    if any(env.get(key) != zygote_env.get(key) for key in _LOCALE_ENV):  # the zygote has the host's locale
+        return None
     rest = command[1:]
     if rest[0] == "-m":
         if len(rest) < 2 or not rest[1] or rest[1].startswith("-"):
@@ -88,6 +93,11 @@ def zygote_launch(argv: list[str], env: dict[str, str]) -> ZygoteLaunch | None:
     if rest[0].startswith("-"):
         return None
     return ZygoteLaunch(kind="path", target=rest[0], argv=rest, title=command, spec=spec)
+
+
+def _zygote_env() -> dict[str, str]:
+    """The zygote's whole environment: nothing secret."""
+    return {k: os.environ[k] for k in _ENV_PASSTHROUGH if k in os.environ}
 
 
 class ZygoteProcess:
@@ -211,10 +221,10 @@ class Zygote:
         loop = asyncio.get_running_loop()
         self._loop = loop
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {k: os.environ[k] for k in _ENV_PASSTHROUGH if k in os.environ}
+        env = _zygote_env()
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-P", str(ZYGOTE_MAIN), " " * _TITLE_ROOM,
+                sys.executable, str(ZYGOTE_MAIN), " " * _TITLE_ROOM,
                 stdin=theirs.fileno(), stdout=asyncio.subprocess.DEVNULL, env=env, start_new_session=True,
             )
         except BaseException:

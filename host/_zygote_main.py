@@ -2,7 +2,7 @@
 
 STANDALONE: the host runs it as
 
-    python -P host/_zygote_main.py <title room>
+    python host/_zygote_main.py <title room>
 
 with a minimal environment (PATH, LANG, LC_ALL, TZ: nothing secret) and a SOCK_SEQPACKET control socket as its
 stdin. It imports grpc, grpc.aio, grpc_health, extension_sdk and the generated protos BEFORE any gRPC object
@@ -248,6 +248,9 @@ def _reap(ctrl: socket.socket, children: set[int]) -> None:
 
 
 def main() -> None:
+    # Not `python -P` (children would inherit sys.flags.safe_path): drop this script's dir from sys.path instead.
+    if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+        del sys.path[0]
     ctrl = socket.socket(fileno=0)  # the control socket: also the lifeline
     ctrl.setblocking(True)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)

@@ -79,6 +79,22 @@ async def test_sigstopped_fail_closed_extension_blocks_and_is_killed_on_close(tm
            f"tool output: blocked (failed_closed); pid {pid} gone after close")
 
 
+async def test_a_stopped_extension_is_found_by_the_health_probe_and_restarted(tmp_path: Path, record: Record) -> None:
+    path = mode(tmp_path, "hang_hook", timeouts={"healthIntervalMs": 200, "healthTimeoutMs": 200, "healthFailures": 2})
+    async with host(tmp_path, path) as agent:
+        pid = ext_pid(agent)
+        os.kill(pid, signal.SIGSTOP)  # alive, but answers nothing: no exit for the exit watcher to see
+        assert await wait_until(lambda: process_gone(pid), 15)
+        assert await wait_until(lambda: agent.manager.extensions()[0].state == "running", 15)
+        restarted = agent.manager.extensions()[0]
+        assert restarted.pid != pid and restarted.restarts == 1
+        result = await agent.chat(ECHO)
+        assert result.status == "completed"
+    await persisted_and_next_turn_works(tmp_path, result, ECHO)
+    record("SIGSTOP, health probe on", "missed health checks count as a crash: killed, restarted",
+           f"pid {pid} killed after 2 missed checks, restarted as {restarted.pid}")
+
+
 async def test_reply_past_the_deadline_is_discarded_and_the_turn_goes_on(tmp_path: Path, record: Record) -> None:
     path = mode(tmp_path, "slow_hook", "--delay-ms", "1200",
                 hooks={"beforeToolCall": {"decisions": True, "timeoutMs": 300}})

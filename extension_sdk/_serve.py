@@ -90,10 +90,12 @@ def serve(ext: Extension, argv: list[str] | None = None) -> None:
 
 
 def _remove_stale_socket(path: str) -> None:
+    """Remove a socket left at `path`. Best effort: a sandbox may forbid deleting in the runtime directory (the
+    host removes that directory itself)."""
     try:
         if stat.S_ISSOCK(os.lstat(path).st_mode):
             os.unlink(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, PermissionError):
         pass
 
 

@@ -35,7 +35,6 @@ from ._snapshots import (
     ToolResultSnapshot,
     TraceEvent,
     TurnSnapshot,
-    UsageSnapshot,
 )
 from ._tools import Tool, as_tool
 from ._turn_loop import TurnLoop, TurnPlan
@@ -869,15 +868,12 @@ class _Hooks:
     async def on_step_finish(self, ctx: StepContext) -> None:
         await maybe_await(self.a.on_step_finish(ctx))
         if self.m is not None:
-            u = ctx.usage
             self.m.on_step_finish(
                 StepSnapshot(
                     step_number=ctx.step_number, finish_reason=ctx.finish_reason, text=ctx.text,
                     reasoning_text=ctx.reasoning_text, tool_call_count=len(ctx.tool_calls),
                     tool_result_count=len(ctx.tool_results),
-                    usage=UsageSnapshot(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-                                        total_tokens=u.total_tokens, reasoning_tokens=u.reasoning_tokens,
-                                        cached_input_tokens=u.cached_input_tokens),
+                    usage=ctx.usage,
                     provider_metadata=ctx.provider_metadata,
                 ),
                 self.a._cc(),

@@ -667,10 +667,7 @@ class ExtensionManager:
         deciders = [ext for ext in subs if ext.deciders]
         observers = [ext for ext in subs if not ext.deciders]
         if observers:
-            obs = pb.Observation(before_tool_call=snap)
-            for ext in observers:
-                if ext.conn is not None:
-                    ext.conn.observe(context, context_to_proto, obs, False)
+            self._broadcast(observers, pb.Observation(before_tool_call=snap), context, False)
         if not deciders:
             return None
         ctx = context_to_proto(context)
@@ -730,29 +727,25 @@ class ExtensionManager:
     # -- observations --------------------------------------------------------------------------
 
     def after_tool_call(self, snapshot: ToolResultSnapshot, context: CallContext | None = None) -> None:
-        subs = self._subs("afterToolCall")
-        if subs:
-            obs = pb.Observation(after_tool_call=tool_result_to_proto(snapshot))
-            for ext in subs:
-                if ext.conn is not None:
-                    ext.conn.observe(context, context_to_proto, obs, False)
+        if subs := self._subs("afterToolCall"):
+            self._broadcast(subs, pb.Observation(after_tool_call=tool_result_to_proto(snapshot)), context, False)
 
     def on_step_finish(self, snapshot: StepSnapshot, context: CallContext | None = None) -> None:
-        subs = self._subs("onStepFinish")
-        if subs:
-            obs = pb.Observation(step_finish=step_to_proto(snapshot))
-            for ext in subs:
-                if ext.conn is not None:
-                    ext.conn.observe(context, context_to_proto, obs, False)
+        if subs := self._subs("onStepFinish"):
+            self._broadcast(subs, pb.Observation(step_finish=step_to_proto(snapshot)), context, False)
 
     def on_chunk(self, snapshot: ChunkSnapshot, context: CallContext | None = None) -> None:
-        subs = self._subs("onChunk")
-        if subs:
-            obs = chunk_to_observation(snapshot)
-            for ext in subs:
-                conn = ext.conn
-                if conn is not None:
-                    conn.observe(context, context_to_proto, obs, True)
+        if subs := self._subs("onChunk"):
+            self._broadcast(subs, chunk_to_observation(snapshot), context, True)
+
+    @staticmethod
+    def _broadcast(subs: list[ExtensionRuntime], obs: pb.Observation, context: CallContext | None,
+                   is_chunk: bool) -> None:
+        """Enqueue one observation on every subscriber's connection (never blocks; the per-chunk path)."""
+        for ext in subs:
+            conn = ext.conn
+            if conn is not None:
+                conn.observe(context, context_to_proto, obs, is_chunk)
 
     async def flush(self, context: CallContext | None = None) -> None:
         """Wait until every extension handled the observations enqueued so far (bounded by hook deadlines)."""

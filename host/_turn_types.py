@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from ._snapshots import TraceEvent
+from ._snapshots import TraceEvent, UsageSnapshot
 
 ChatErrorClassification = Literal["context_overflow", "rate_limit", "transient", "fatal", "unknown"]
 ChatErrorStage = Literal["parse", "persist", "turn", "stream", "recovery", "transcript"]
@@ -138,12 +138,8 @@ class ToolCallResultContext(_Ctx):
 # ----------------------------------------------------------------------------------------------- steps, chunks
 
 
-class Usage(_Ctx):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    total_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    cached_input_tokens: int | None = None
+#: Token usage of a step: the same model in StepContext and in the extensions' onStepFinish snapshot.
+Usage = UsageSnapshot
 
 
 class ToolCallRecord(_Ctx):

@@ -572,21 +572,26 @@ class ExtensionConnection:
         call = self._stub.ExecuteTool(request, metadata=self._md, timeout=timeout_s)
         try:
             async for event in call:
-                kind = event.WhichOneof("event")
-                if kind == "preliminary_json":
-                    if on_preliminary is not None:
-                        result = on_preliminary(json.loads(event.preliminary_json))
-                        if inspect.isawaitable(result):
-                            await result
-                elif kind == "output_json":
+                if await self._tool_event(event, on_preliminary):
                     return json.loads(event.output_json) if event.output_json else None
-                elif kind == "error":
-                    raise ExtensionToolError(event.error.message or event.error.name, extension=self.name)
         finally:
             call.cancel()
         raise ExtensionToolError(
             f"extension {self.name!r}: tool {request.name!r} ended without an output", extension=self.name
         )
+
+    async def _tool_event(self, event: pb.ToolEvent, on_preliminary: Callable[[Any], Any] | None) -> bool:
+        """Handle one ToolEvent of either tool path: True for the final output; raises on a tool error."""
+        kind = event.WhichOneof("event")
+        if kind == "preliminary_json":
+            if on_preliminary is not None:
+                result = on_preliminary(json.loads(event.preliminary_json))
+                if inspect.isawaitable(result):
+                    await result
+            return False
+        if kind == "error":
+            raise ExtensionToolError(event.error.message or event.error.name, extension=self.name)
+        return kind == "output_json"
 
     async def _stream_tool(
         self, request: pb.ExecuteToolRequest, timeout_s: float, on_preliminary: Callable[[Any], Any] | None
@@ -612,18 +617,10 @@ class ExtensionConnection:
                     if isinstance(event, BaseException):
                         finished = True
                         raise event
-                    kind = event.WhichOneof("event")
-                    if kind == "preliminary_json":
-                        if on_preliminary is not None:
-                            result = on_preliminary(json.loads(event.preliminary_json))
-                            if inspect.isawaitable(result):
-                                await result
-                    elif kind == "output_json":
+                    finished = event.WhichOneof("event") == "error"
+                    if await self._tool_event(event, on_preliminary):
                         finished = True
                         return json.loads(event.output_json) if event.output_json else None
-                    elif kind == "error":
-                        finished = True
-                        raise ExtensionToolError(event.error.message or event.error.name, extension=self.name)
         finally:
             self._tools.pop(fid, None)
             if not finished and self._broken is None and not self._closed:

@@ -832,29 +832,13 @@ class ExtensionManager:
                         detail=str(exc), context=context)
             raise ExtensionToolError(f"tool {name!r} of extension {ext.name!r} failed: {exc}", extension=ext.name) from None
         except ExtensionUnavailableError:  # connect-tools: the stream broke or was closed during the call
-            self._trace(f"tool:{tool}", ext.name, "error", latency_ms=(time.perf_counter() - t0) * 1000,
-                        detail="connection closed during the call", context=context)
-            if self._exts.get(ext.name) is not ext:
-                raise ExtensionUnloadedError(
-                    f"tool {name!r}: extension {ext.name!r} has been unloaded", extension=ext.name
-                ) from None
-            raise ExtensionUnavailableError(
-                f"tool {name!r}: extension {ext.name!r} went away during the call", extension=ext.name
-            ) from None
+            raise self._went_away(ext, name, tool, t0, context) from None
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise  # the caller was cancelled
             # grpc cancels calls on a channel closed under them: the extension crashed or was unloaded.
-            self._trace(f"tool:{tool}", ext.name, "error", latency_ms=(time.perf_counter() - t0) * 1000,
-                        detail="connection closed during the call", context=context)
-            if self._exts.get(ext.name) is not ext:
-                raise ExtensionUnloadedError(
-                    f"tool {name!r}: extension {ext.name!r} has been unloaded", extension=ext.name
-                ) from None
-            raise ExtensionUnavailableError(
-                f"tool {name!r}: extension {ext.name!r} went away during the call", extension=ext.name
-            ) from None
+            raise self._went_away(ext, name, tool, t0, context) from None
         except grpc.aio.AioRpcError as exc:
             ms = (time.perf_counter() - t0) * 1000
             self._trace(f"tool:{tool}", ext.name, "error", latency_ms=ms, detail=str(exc.details()), context=context)
@@ -881,6 +865,17 @@ class ExtensionManager:
         return result
 
     # -- sessions (HostBridge) -----------------------------------------------------------------
+
+    def _went_away(self, ext: ExtensionRuntime, name: str, tool: str, t0: float,
+                   context: CallContext | None) -> ExtensionError:
+        """The error for a tool call whose extension's connection closed under it (unloaded, or crashed)."""
+        self._trace(f"tool:{tool}", ext.name, "error", latency_ms=(time.perf_counter() - t0) * 1000,
+                    detail="connection closed during the call", context=context)
+        if self._exts.get(ext.name) is not ext:
+            return ExtensionUnloadedError(f"tool {name!r}: extension {ext.name!r} has been unloaded", extension=ext.name)
+        return ExtensionUnavailableError(
+            f"tool {name!r}: extension {ext.name!r} went away during the call", extension=ext.name
+        )
 
     def register_session(self, session_id: str, services: SessionServices) -> None:
         self._sessions[session_id] = services

@@ -47,13 +47,19 @@ async def measured_turn(manager: ExtensionManager | None, message: str) -> tuple
     return wall, cpu, ext
 
 
-async def all_hook_manager(cfg: Config, count: int, prefix: str) -> ExtensionManager:
-    """A started manager with `count` extensions subscribed to every hook (beforeToolCall awaited: decisions)."""
+async def all_hook_manager(cfg: Config, count: int, prefix: str, *, decisions: bool = True) -> ExtensionManager:
+    """A started manager with `count` extensions subscribed to every hook.
+
+    `decisions`: beforeToolCall awaited as a decision (the manifest opts in); otherwise it is an observation,
+    Think's default for a subscriber.
+    """
     mgr = ExtensionManager(sandbox=cfg.sandbox)
     await mgr.__aenter__()
     if count:
         try:
-            await mgr.load_all([bench_manifest(f"{prefix}{i}", ALL_HOOKS, decisions=True) for i in range(count)])
+            await mgr.load_all(
+                [bench_manifest(f"{prefix}{i}", ALL_HOOKS, decisions=decisions) for i in range(count)]
+            )
         except BaseException:
             await mgr.close()
             raise

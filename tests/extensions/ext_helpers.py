@@ -6,27 +6,14 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import yaml
+from fixtures.manifests import fixture_manifest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def write_manifest(tmp_path: Path, name: str, script: str, *args: str, **fields: Any) -> Path:
     """A manifest file for a fixture script (run from the fixtures dir) with extra manifest fields."""
-    data: dict[str, Any] = {
-        "name": name,
-        "command": ["python", str(FIXTURES / script), *args],
-        "cwd": str(FIXTURES),
-        "timeouts": {"startMs": 15000, "shutdownMs": 1000},
-    }
-    for key, value in fields.items():
-        if isinstance(value, dict) and isinstance(data.get(key), dict):
-            data[key] = {**data[key], **value}
-        else:
-            data[key] = value
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return fixture_manifest(tmp_path, FIXTURES, name, script, *args, **fields)
 
 
 def hooks_manifest(tmp_path: Path, mode: str, name: str | None = None, **fields: Any) -> Path:

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import yaml
+from fixtures.manifests import fixture_manifest
 
 from host import Agent, ChatResponseResult, tool
 
@@ -32,20 +32,7 @@ class FaultHost(Agent):
 
 def manifest(tmp_path: Path, script: str, *args: str, name: str = "misbehave", **fields: Any) -> Path:
     """A manifest for a fixture script, with extra manifest fields merged in (dicts merged one level)."""
-    data: dict[str, Any] = {
-        "name": name,
-        "command": ["python", str(FIXTURES / script), *args],
-        "cwd": str(FIXTURES),
-        "timeouts": {"startMs": 20000, "shutdownMs": 1000},
-    }
-    for key, value in fields.items():
-        if isinstance(value, dict) and isinstance(data.get(key), dict):
-            data[key] = {**data[key], **value}
-        else:
-            data[key] = value
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return fixture_manifest(tmp_path, FIXTURES, name, script, *args, start_ms=20000, **fields)
 
 
 def mode(tmp_path: Path, mode_name: str, *args: str, **fields: Any) -> Path:

@@ -174,7 +174,7 @@ async def test_host_cancelled_mid_turn_reaps_every_child(tmp_path: Path, record:
 
 HOST_SCRIPT = textwrap.dedent("""
     import asyncio, json, sys
-    sys.path.insert(0, {helpers!r})
+    sys.path[:0] = [{helpers!r}, {helpers!r} + "/.."]  # fault_helpers, and the tests' shared `fixtures`
     from fault_helpers import FaultHost
     async def main():
         async with FaultHost(session_id={session!r}, store={store!r}, extensions=[{manifest!r}], sandbox="off") as a:

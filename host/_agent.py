@@ -6,7 +6,8 @@ follow-ups queued by extensions — runs the same lifecycle:
 
     before_turn -> [extensions beforeTurn] -> steps: before_step, on_chunk*, before_tool_call ->
     [ext beforeToolCall] -> execute -> after_tool_call -> [ext afterToolCall], on_step_finish ->
-    [ext onStepFinish] -> (persist) -> [flush extension observations] -> on_chat_response
+    [ext onStepFinish] -> (persist, while the last observations go out) -> [wait until the extensions
+    handled every observation of the turn] -> on_chat_response
 """
 
 from __future__ import annotations
@@ -500,6 +501,8 @@ class Agent:
                                             continuation=req.continuation, classification="context_overflow")
                 return await self._fail(exc, "stream", rid=rid, persisted=True, assistant=assistant,
                                         continuation=req.continuation)
+        if self._manager is not None:
+            self._manager.send_observations()  # extensions handle the last step while the message is persisted
         try:
             await self.store.upsert(finalize(assistant))
         except Exception as exc:

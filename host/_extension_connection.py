@@ -34,6 +34,7 @@ from extension_sdk.proto import PROTOCOL_VERSION, TOKEN_METADATA_KEY, extension_
 from google.protobuf.message import DecodeError
 
 from ._extension_errors import ExtensionReplyError, ExtensionToolError, ExtensionUnavailableError
+from ._frame_bytes import observation_batch, observations_frame, serialize
 
 log = logging.getLogger("hookwire.extensions")
 
@@ -129,8 +130,12 @@ class ExtensionConnection:
         # Connect replies are parsed by the reader (not by grpc), so an undecodable frame is rejected on its own
         # instead of breaking the stream.
         self._connect = self._channel.stream_stream(
-            "/hookwire.v1.Extension/Connect", request_serializer=pb.HostFrame.SerializeToString,
-            response_deserializer=_raw,
+            "/hookwire.v1.Extension/Connect", request_serializer=serialize, response_deserializer=_raw,
+        )
+        # Observation batches are pre-serialized bytes (host/_frame_bytes.py) on the unary path too.
+        self._observe_rpc = self._channel.unary_unary(
+            "/hookwire.v1.Extension/Observe", request_serializer=serialize,
+            response_deserializer=pb.ObservationAck.FromString,
         )
         self._md = ((TOKEN_METADATA_KEY, token),)
         self._on_obs_error = on_observation_error
@@ -170,9 +175,7 @@ class ExtensionConnection:
         self._broken: BaseException | None = None
         self._closed = False
         self.dropped = 0
-        self._last_ctx: Any = None
-        self._last_ctx_key: Any = None
-        self._last_ctx_proto: pb.CallContext = pb.CallContext()
+        self._last_ctx: bytes = b""  # the context record of the latest observation
 
     # -- set-up --------------------------------------------------------------------------------
 
@@ -232,20 +235,16 @@ class ExtensionConnection:
 
     # -- observations --------------------------------------------------------------------------
 
-    def observe(self, context: Any, ctx_proto_factory: Callable[[Any], pb.CallContext], obs: pb.Observation,
-                is_chunk: bool) -> None:
-        """Enqueue one observation (never blocks)."""
+    def observe(self, context: bytes, item: bytes, is_chunk: bool) -> None:
+        """Enqueue one observation (never blocks): its serialized context record and item record
+        (host/_frame_bytes.py). Consecutive items with equal contexts share a frame."""
         if self._broken is not None or self._closed:
             return
-        if context is not self._last_ctx:
-            # Contexts are compared by value: equal contexts keep sharing one proto (and so one frame).
-            key = None if context is None else (context.session_id, context.request_id)
-            if key != self._last_ctx_key:
-                self._last_ctx_key = key
-                self._last_ctx_proto = ctx_proto_factory(context)
-            self._last_ctx = context
+        if context is not self._last_ctx and context == self._last_ctx:
+            context = self._last_ctx  # keep one object per context: the sender batches by identity
+        self._last_ctx = context
         self._enq_seq += 1
-        self._outbox.append((_OBS, self._last_ctx_proto, obs, self._enq_seq, is_chunk))
+        self._outbox.append((_OBS, context, item, self._enq_seq, is_chunk))
         self._obs_count += 1
         if self._obs_count > self._queue_max:
             self._drop_oldest()
@@ -289,6 +288,14 @@ class ExtensionConnection:
         """How many observations were ever enqueued on this connection."""
         return self._enq_seq
 
+    def request_flush(self) -> None:
+        """Send everything enqueued so far now (no coalescing hold), the last frame asking for an ack, without
+        waiting for it: `flush()` then finds the ack on its way (or already there)."""
+        target = self._enq_seq
+        if target > self._flush_seq and self._done_seq < target and self._broken is None and not self._closed:
+            self._flush_seq = target
+            self._hurry()
+
     async def flush(self, timeout_s: float) -> bool:
         """Wait until everything enqueued so far was handled (acked) by the extension. False on timeout."""
         target = self._enq_seq
@@ -297,9 +304,7 @@ class ExtensionConnection:
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         entry = (target, fut)
         self._flush_waiters.append(entry)
-        if target > self._flush_seq:
-            self._flush_seq = target
-        self._hurry()
+        self.request_flush()
         try:
             return await asyncio.wait_for(fut, timeout_s)
         except TimeoutError:
@@ -333,7 +338,7 @@ class ExtensionConnection:
                     self._urgent = False
                     if self.streaming and self._flush_seq > self._ack_req_seq and self._sent_seq >= self._flush_seq:
                         # A flush waits for observations already sent unanswered: ask for an ack of them all.
-                        await self._write_observations(self._last_ctx_proto, [], self._sent_seq, True)
+                        await self._write_observations(self._last_ctx, [], self._sent_seq, True)
                         continue
                     self._wake.clear()
                     await self._wake.wait()
@@ -389,9 +394,9 @@ class ExtensionConnection:
                            or self._flush_seq > self._ack_req_seq and covers >= self._flush_seq)
                     await self._write_observations(ctx, items, covers, ack)
                 else:
-                    batch = pb.ObservationBatch(context=ctx, items=items)
                     try:
-                        ack = await self._stub.Observe(batch, metadata=self._md, timeout=self._observe_timeout_s)
+                        ack = await self._observe_rpc(observation_batch(ctx, items), metadata=self._md,
+                                                      timeout=self._observe_timeout_s)
                         self._report_errors(ack.errors)
                     except grpc.aio.AioRpcError as exc:
                         log.warning("extension %r: Observe failed: %s", self.name, exc.details() or exc.code())
@@ -405,8 +410,7 @@ class ExtensionConnection:
                 self._hold_timer.cancel()
                 self._hold_timer = None
 
-    async def _write_observations(self, ctx: pb.CallContext, items: list[pb.Observation], covers: int,
-                                  ack: bool) -> None:
+    async def _write_observations(self, ctx: bytes, items: list[bytes], covers: int, ack: bool) -> None:
         """One observations frame on the stream; with `ack`, it gets an id and its ack advances the flush mark."""
         fid = 0
         if ack:
@@ -418,7 +422,7 @@ class ExtensionConnection:
             self._unacked_frames = self._unacked_items = 0
         if covers > self._sent_seq:
             self._sent_seq = covers
-        await self._stream.write(pb.HostFrame(id=fid, observations=pb.ObservationBatch(context=ctx, items=items)))
+        await self._stream.write(observations_frame(fid, observation_batch(ctx, items)))
 
     async def _unary_call(self, frame: pb.HostFrame, fut: asyncio.Future[pb.ExtensionFrame], deadline: float) -> None:
         remaining = deadline - asyncio.get_running_loop().time()

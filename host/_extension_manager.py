@@ -37,6 +37,7 @@ from ._extension_errors import (
 from ._extension_process import ExtensionProcess
 from ._zygote import Zygote, zygote_enabled
 from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime, tls_credentials
+from ._frame_bytes import context_field, observation_item
 from ._health import HealthProbe
 from ._manifest import HOOK_NAMES, Manifest, load_manifest
 from ._snapshots import (
@@ -94,6 +95,9 @@ class ExtensionManager:
         self._tool_index: dict[str, tuple[ExtensionRuntime, str]] = {}
         self._sub_cache: dict[str, list[ExtensionRuntime]] = {}
         self._listeners: list[Callable[[TraceEvent], None]] = []
+        self._ctx_of_record: CallContext | None = None  # the context whose record _broadcast holds
+        self._ctx_record_key: tuple[str, str] | None = None
+        self._ctx_record = context_field(context_to_proto(None))
         self._flush_marks: dict[str, tuple[int, int]] = {}  # extension -> (enqueued, dropped) at its last flush
         self._bridge: Any = None
         self._bridge_lock = asyncio.Lock()
@@ -738,14 +742,34 @@ class ExtensionManager:
         if subs := self._subs("onChunk"):
             self._broadcast(subs, chunk_to_observation(snapshot), context, True)
 
-    @staticmethod
-    def _broadcast(subs: list[ExtensionRuntime], obs: pb.Observation, context: CallContext | None,
+    def _broadcast(self, subs: list[ExtensionRuntime], obs: pb.Observation, context: CallContext | None,
                    is_chunk: bool) -> None:
-        """Enqueue one observation on every subscriber's connection (never blocks; the per-chunk path)."""
+        """Enqueue one observation on every subscriber's connection (never blocks; the per-chunk path).
+
+        It is serialized once for all of them, and so is its context (kept while the context stays the same).
+        """
+        if context is not self._ctx_of_record:
+            key = None if context is None else (context.session_id, context.request_id)
+            if key != self._ctx_record_key:
+                self._ctx_record_key = key
+                self._ctx_record = context_field(context_to_proto(context))
+            self._ctx_of_record = context
+        ctx = self._ctx_record
+        item = observation_item(obs)
         for ext in subs:
             conn = ext.conn
             if conn is not None:
-                conn.observe(context, context_to_proto, obs, is_chunk)
+                conn.observe(ctx, item, is_chunk)
+
+    def send_observations(self) -> None:
+        """Start delivering every queued observation now, without waiting (a later `flush()` waits for the acks).
+
+        The agent calls this when a turn's last step is done, so the extensions handle the turn's last
+        observations while the host persists the assistant message.
+        """
+        for ext in self._exts.values():
+            if ext.conn is not None:
+                ext.conn.request_flush()
 
     async def flush(self, context: CallContext | None = None) -> None:
         """Wait until every extension handled the observations enqueued so far (bounded by hook deadlines)."""

@@ -126,6 +126,12 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
             result = await result
         return result
 
+    def _start_hook(self, hook: HookDef, snapshot: dict[str, Any], session_id: str) -> Any:
+        """Call a handler (the call context is already set): its result, or an awaitable for an async one."""
+        if hook.wants_host:
+            return hook.fn(snapshot, self._host(session_id))
+        return hook.fn(snapshot)
+
     def _failed(self, hook: str, exc: BaseException) -> pb.HookError:
         log.error("%s handler raised %s: %s", hook, type(exc).__name__, exc, exc_info=exc)
         return hook_error(hook, exc)
@@ -165,8 +171,11 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
         return pb.HookAck()
 
     async def _observe(self, batch: pb.ObservationBatch) -> pb.ObservationAck:
+        """Handle a batch in order. All its items share one call context, set once."""
         hooks = self._hooks
         context = batch.context
+        set_current_call(context)
+        session_id = context.session_id
         errors: list[pb.HookError] = []
         handled = 0
         for item in batch.items:
@@ -179,7 +188,10 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
             if hook is None:
                 continue
             try:
-                await self._call_hook(hook, spec[1](getattr(item, kind)), context)
+                result = self._start_hook(hook, spec[1](getattr(item, kind)), session_id)
+                if hook.is_async or inspect.isawaitable(result):
+                    await result
+                    set_current_call(context)  # an async handler may have changed it in this task
             except Exception as exc:
                 errors.append(self._failed(spec[0], exc))
         return pb.ObservationAck(handled=handled, errors=errors)

@@ -45,7 +45,8 @@ QUEUE_MAX = 10_000
 WINDOW = 2  # acked observation frames in flight (unanswered) per extension
 ACK_FRAMES = 8  # on the stream, one observation frame in ACK_FRAMES asks for an ack ...
 ACK_ITEMS = 1024  # ... or the first frame after ACK_ITEMS items without one
-COALESCE_S = 0.020  # how long observations are held back to share a frame (a call, flush or full batch ends it)
+COALESCE_S = 0.100  # how long observations are held back to share a frame (a call, flush or full batch ends it);
+# a manifest's observations.maxDelayMs sets it per extension
 # Tool calls as frames on the Connect stream when the extension offers "connect-tools" (~2x faster per call than
 # an ExecuteTool RPC each). An extension that stops answering on the stream is bounded by timeouts.toolMs and found
 # by the health probe (host/_health.py); extensions without the feature get ExecuteTool RPCs.
@@ -61,6 +62,11 @@ _BODY_FIELDS = {2: "before_turn", 3: "before_tool_call", 4: "observations", 5: "
 
 def _raw(data: bytes) -> bytes:
     return data
+
+
+def _expire(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -211,18 +217,21 @@ class ExtensionConnection:
         self._remember(fid, frame.WhichOneof("body") or "")
         self._outbox.append((_CALL, frame, fut, loop.time() + timeout_s))
         self._hurry()
+        timer = loop.call_later(timeout_s, _expire, fut)
         try:
-            return await asyncio.wait_for(fut, timeout_s)
+            return await fut
         finally:
+            timer.cancel()
             self._pending.pop(fid, None)
 
     def _remember(self, fid: int, kind: str) -> None:
         """Keep the body kind the reply to call `fid` must have (the RECENT_IDS latest calls)."""
-        self._kinds[fid] = kind
-        if len(self._kinds) > RECENT_IDS:
-            for old in list(self._kinds)[: len(self._kinds) - RECENT_IDS]:
-                del self._kinds[old]
-                self._answered.discard(old)
+        kinds = self._kinds
+        kinds[fid] = kind
+        if len(kinds) > RECENT_IDS:
+            old = next(iter(kinds))  # ids only grow: the first key is the oldest
+            del kinds[old]
+            self._answered.discard(old)
 
     def _hurry(self) -> None:
         """Someone waits: the sender sends everything queued now (no coalescing hold)."""

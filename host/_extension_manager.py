@@ -245,6 +245,7 @@ class ExtensionManager:
                 on_observation_error=lambda err, e=ext: self._observation_error(e, err),
                 on_lost=lambda why, e=ext: self._connection_lost(e, why),
                 observe_timeout_s=m.timeouts.hook_ms / 1000,
+                coalesce_s=m.observations.max_delay_ms / 1000,
             )
         else:
             runtime = self._runtime_dir()
@@ -281,6 +282,7 @@ class ExtensionManager:
                 on_observation_error=lambda err, e=ext: self._observation_error(e, err),
                 on_lost=lambda why, e=ext: self._connection_lost(e, why),
                 observe_timeout_s=m.timeouts.hook_ms / 1000,
+                coalesce_s=m.observations.max_delay_ms / 1000,
             )
         try:
             remaining = max(deadline - loop.time(), 0.5)

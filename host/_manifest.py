@@ -94,6 +94,17 @@ class Timeouts(_Model):
     health_failures: int = Field(default=3, ge=1, description="Misses in a row that count as a crash")
 
 
+class Observations(_Model):
+    """How observations (afterToolCall, onStepFinish, onChunk, observe-only beforeToolCall) reach the extension."""
+
+    max_delay_ms: int = Field(
+        default=100, ge=0, le=10_000,
+        description="How long observations may be held back to share one frame. The turn's last ones are sent "
+        "(and waited for) when the turn ends, and an awaited hook or tool call sends what is held first. "
+        "Lower it for live per-chunk reactions; 0 sends each at once.",
+    )
+
+
 class Restart(_Model):
     max_crashes: int = Field(default=3, ge=1, description="Quarantine after this many crashes ...")
     window_seconds: float = Field(default=300, gt=0, description="... within this many seconds")
@@ -123,6 +134,7 @@ class Manifest(_Model):
     hooks: dict[HookName, HookPolicy] = Field(default_factory=dict)
     limits: Limits = Field(default_factory=Limits)
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    observations: Observations = Field(default_factory=Observations)
     restart: Restart = Field(default_factory=Restart)
     env: list[str] = Field(default_factory=list, description="Host environment variables passed through by name")
     # Where the manifest was read from (not part of the file).

@@ -214,7 +214,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                 )
                 for t in ext.tools.values()
             ],
-            features=["connect", "connect-tools"],
+            features=["connect", "connect-tools", "prelude"],
             description=ext.description,
             sdk=_SDK,
         )
@@ -254,6 +254,10 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
         unreported: list[pb.HookError] = []  # handler errors of observation frames nobody asked an answer for
         try:
             async for frame in frames:
+                if frame.HasField("prelude"):  # observations that rode along: handled first, answered by no one
+                    ack = await self._observe(frame.prelude)
+                    if ack.errors and len(unreported) < _MAX_UNREPORTED_ERRORS:
+                        unreported.extend(ack.errors[: _MAX_UNREPORTED_ERRORS - len(unreported)])
                 body = frame.WhichOneof("body")
                 fid = frame.id
                 if body == "observations":

@@ -34,7 +34,7 @@ from extension_sdk.proto import PROTOCOL_VERSION, TOKEN_METADATA_KEY, extension_
 from google.protobuf.message import DecodeError
 
 from ._extension_errors import ExtensionReplyError, ExtensionToolError, ExtensionUnavailableError
-from ._frame_bytes import observation_batch, observations_frame, serialize
+from ._frame_bytes import observation_batch, observations_frame, serialize, with_prelude
 
 log = logging.getLogger("hookwire.extensions")
 
@@ -151,6 +151,8 @@ class ExtensionConnection:
         self.describe: pb.DescribeResponse | None = None
         self.streaming = False
         self.tools_on_stream = False  # feature "connect-tools": tool calls as frames on the Connect stream
+        self.prelude = False  # feature "prelude": held observations ride in the awaited frame that ends the hold
+        self._prelude_covers: dict[int, int] = {}  # frame id -> the last observation its prelude carried
         self._coalesce_s = coalesce_s
         self._holding = False  # observations are being held back (observe() does not wake the sender)
         self._hold_timer: asyncio.TimerHandle | None = None
@@ -193,6 +195,7 @@ class ExtensionConnection:
         self.describe = desc
         self.streaming = "connect" in desc.features
         self.tools_on_stream = USE_CONNECT_TOOLS and self.streaming and "connect-tools" in desc.features
+        self.prelude = self.streaming and "prelude" in desc.features
         if self.streaming:
             self._stream = self._connect(metadata=self._md)
             self._tasks.append(asyncio.ensure_future(self._reader()))
@@ -223,6 +226,7 @@ class ExtensionConnection:
         finally:
             timer.cancel()
             self._pending.pop(fid, None)
+            self._prelude_covers.pop(fid, None)
 
     def _remember(self, fid: int, kind: str) -> None:
         """Keep the body kind the reply to call `fid` must have (the RECENT_IDS latest calls)."""
@@ -396,6 +400,9 @@ class ExtensionConnection:
                     items.append(e[2])
                     covers = e[3]
                 self._obs_count -= len(items)
+                if self.prelude and outbox and self._can_carry(outbox[0]):
+                    await self._write_with_prelude(outbox.popleft()[1], ctx, items, covers)
+                    continue
                 if self.streaming:
                     self._unacked_frames += 1
                     self._unacked_items += len(items)
@@ -418,6 +425,24 @@ class ExtensionConnection:
             if self._hold_timer is not None:
                 self._hold_timer.cancel()
                 self._hold_timer = None
+
+    @staticmethod
+    def _can_carry(entry: tuple[Any, ...]) -> bool:
+        """Whether an outbox entry is a frame the held observations can ride in (feature "prelude"): an awaited
+        hook whose caller still waits, or a tool call."""
+        if entry[0] == _CALL:
+            return not entry[2].done()
+        return entry[0] == _SEND and entry[1].HasField("execute_tool")
+
+    async def _write_with_prelude(self, frame: pb.HostFrame, ctx: bytes, items: list[bytes], covers: int) -> None:
+        """Write `frame` with the observations as its prelude. Its answer (the reply, or a tool call's first
+        event) means they were handled; if none comes, the next flush asks for an ack of them as usual."""
+        self._prelude_covers[frame.id] = covers
+        self._unacked_frames += 1
+        self._unacked_items += len(items)
+        if covers > self._sent_seq:
+            self._sent_seq = covers
+        await self._stream.write(with_prelude(frame, observation_batch(ctx, items)))
 
     async def _write_observations(self, ctx: bytes, items: list[bytes], covers: int, ack: bool) -> None:
         """One observations frame on the stream; with `ack`, it gets an id and its ack advances the flush mark."""
@@ -469,6 +494,10 @@ class ExtensionConnection:
                     self._undecodable(raw, exc)
                     continue
                 fid = frame.id
+                if self._prelude_covers:
+                    carried = self._prelude_covers.pop(fid, None)
+                    if carried is not None:
+                        self._advance(carried)
                 covers = self._ack_covers.pop(fid, None)
                 if covers is not None:
                     self._inflight -= 1
@@ -636,6 +665,7 @@ class ExtensionConnection:
                         return json.loads(event.output_json) if event.output_json else None
         finally:
             self._tools.pop(fid, None)
+            self._prelude_covers.pop(fid, None)
             if not finished and self._broken is None and not self._closed:
                 self._outbox.append((_SEND, pb.HostFrame(cancel=pb.CancelCall(id=fid))))
                 self._hurry()

@@ -54,3 +54,11 @@ def observations_frame(fid: int, batch: bytes) -> bytes:
 def serialize(frame: pb.HostFrame | bytes) -> bytes:
     """The Connect stream's request serializer: frames arrive as messages or already as bytes."""
     return frame if type(frame) is bytes else frame.SerializeToString()  # type: ignore[union-attr]
+
+
+_FRAME_PRELUDE = b"\x3a"  # HostFrame.prelude = 7, length-delimited
+
+
+def with_prelude(frame: pb.HostFrame, batch: bytes) -> bytes:
+    """A serialized `HostFrame` carrying `batch` (a serialized ObservationBatch) as its `prelude`."""
+    return frame.SerializeToString() + _FRAME_PRELUDE + varint(len(batch)) + batch

@@ -339,20 +339,22 @@ class ObservationAck(_message.Message):
     def __init__(self, handled: _Optional[int] = ..., errors: _Optional[_Iterable[_Union[HookError, _Mapping]]] = ...) -> None: ...
 
 class HostFrame(_message.Message):
-    __slots__ = ("id", "before_turn", "before_tool_call", "observations", "execute_tool", "cancel")
+    __slots__ = ("id", "before_turn", "before_tool_call", "observations", "execute_tool", "cancel", "prelude")
     ID_FIELD_NUMBER: _ClassVar[int]
     BEFORE_TURN_FIELD_NUMBER: _ClassVar[int]
     BEFORE_TOOL_CALL_FIELD_NUMBER: _ClassVar[int]
     OBSERVATIONS_FIELD_NUMBER: _ClassVar[int]
     EXECUTE_TOOL_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
+    PRELUDE_FIELD_NUMBER: _ClassVar[int]
     id: int
     before_turn: BeforeTurnRequest
     before_tool_call: BeforeToolCallRequest
     observations: ObservationBatch
     execute_tool: ExecuteToolRequest
     cancel: CancelCall
-    def __init__(self, id: _Optional[int] = ..., before_turn: _Optional[_Union[BeforeTurnRequest, _Mapping]] = ..., before_tool_call: _Optional[_Union[BeforeToolCallRequest, _Mapping]] = ..., observations: _Optional[_Union[ObservationBatch, _Mapping]] = ..., execute_tool: _Optional[_Union[ExecuteToolRequest, _Mapping]] = ..., cancel: _Optional[_Union[CancelCall, _Mapping]] = ...) -> None: ...
+    prelude: ObservationBatch
+    def __init__(self, id: _Optional[int] = ..., before_turn: _Optional[_Union[BeforeTurnRequest, _Mapping]] = ..., before_tool_call: _Optional[_Union[BeforeToolCallRequest, _Mapping]] = ..., observations: _Optional[_Union[ObservationBatch, _Mapping]] = ..., execute_tool: _Optional[_Union[ExecuteToolRequest, _Mapping]] = ..., cancel: _Optional[_Union[CancelCall, _Mapping]] = ..., prelude: _Optional[_Union[ObservationBatch, _Mapping]] = ...) -> None: ...
 
 class CancelCall(_message.Message):
     __slots__ = ("id",)

@@ -1,5 +1,6 @@
 """The Connect stream's fast paths: tool calls as frames (feature connect-tools), unanswered observation
-frames, contexts compared by value, and coalescing of observations into shared frames."""
+frames, contexts compared by value, coalescing of observations into shared frames (observations.maxDelayMs), and
+held observations riding in the next awaited frame (feature prelude)."""
 
 from __future__ import annotations
 
@@ -94,11 +95,11 @@ async def wait_until_seen(manager: ExtensionManager, key: str, expected: Any) ->
 async def test_handler_errors_of_unanswered_frames_are_reported_by_the_next_flush(
     manager: ExtensionManager, tmp_path: Path, traces: list[TraceEvent]
 ) -> None:
-    await manager.load(wire_manifest(tmp_path))
+    await manager.load(wire_manifest(tmp_path, observations={"maxDelayMs": 10}))
     ctx = CallContext(session_id="s", request_id="r")
     for text in ("a", "bad", "c"):
         manager.on_chunk(ChunkSnapshot(type="text-delta", text=text), ctx)
-        await asyncio.sleep(0.05)  # each chunk its own frame (past the coalescing window)
+        await asyncio.sleep(0.05)  # each chunk its own frame (past the 10 ms hold)
     await manager.flush(ctx)
     errors = [t for t in traces if t.outcome == "error"]
     assert [(t.hook, t.extension) for t in errors] == [("onChunk", "wire")]
@@ -134,3 +135,69 @@ async def test_chunks_trickling_in_share_frames(manager: ExtensionManager, tmp_p
     assert sum(state["batches"]) == 60
     assert len(state["batches"]) < 30  # without coalescing, every chunk would be its own frame
     assert [c[1] for c in state["chunks"]] == [str(i) for i in range(60)]
+
+
+async def test_observations_are_held_up_to_max_delay_to_share_a_frame(manager: ExtensionManager, tmp_path: Path) -> None:
+    await manager.load(wire_manifest(tmp_path, observations={"maxDelayMs": 5000}))
+    ctx = CallContext(session_id="s", request_id="r")
+    for i in range(5):
+        manager.on_chunk(ChunkSnapshot(type="text-delta", text=str(i)), ctx)
+        await asyncio.sleep(0.02)
+    await manager.flush(ctx)
+    assert (await seen(manager))["batches"] == [5]
+
+
+async def test_max_delay_zero_sends_each_observation_at_once(manager: ExtensionManager, tmp_path: Path) -> None:
+    await manager.load(wire_manifest(tmp_path, observations={"maxDelayMs": 0}))
+    ctx = CallContext(session_id="s", request_id="r")
+    for i in range(5):
+        manager.on_chunk(ChunkSnapshot(type="text-delta", text=str(i)), ctx)
+        await asyncio.sleep(0.02)
+    await manager.flush(ctx)
+    batches = (await seen(manager))["batches"]
+    assert batches == [1, 1, 1, 1, 1, 0]  # the last, empty frame is the flush asking for an ack of them all
+
+
+async def test_held_observations_ride_in_the_tool_call_frame_and_are_handled_first(
+    manager: ExtensionManager, tmp_path: Path
+) -> None:
+    info = await manager.load(wire_manifest(tmp_path))
+    assert "prelude" in info.features
+    ctx = CallContext(session_id="s", request_id="r")
+    for i in range(3):
+        manager.on_chunk(ChunkSnapshot(type="text-delta", text=str(i)), ctx)
+    assert await manager.execute_tool("wire_add", {"a": 2, "b": 3}, context=ctx) == 5
+    await manager.flush(ctx)  # the tool call's answer already acknowledged them: nothing more is sent
+    state = await seen(manager)
+    assert state["frames"] == [["execute_tool", 3], ["execute_tool", 0]]
+    assert [c[1] for c in state["chunks"]] == ["0", "1", "2"]
+
+
+async def test_without_the_prelude_feature_held_observations_get_a_frame_of_their_own(
+    manager: ExtensionManager, tmp_path: Path
+) -> None:
+    info = await manager.load(wire_manifest(tmp_path, "--no-prelude"))
+    assert "prelude" not in info.features
+    ctx = CallContext(session_id="s", request_id="r")
+    for i in range(3):
+        manager.on_chunk(ChunkSnapshot(type="text-delta", text=str(i)), ctx)
+    assert await manager.execute_tool("wire_add", {"a": 2, "b": 3}, context=ctx) == 5
+    await manager.flush(ctx)
+    state = await seen(manager)
+    # the observations' own frame, the tool call, the flush's ack request (nothing acknowledged them), `seen`
+    assert state["frames"] == [["observations", 0], ["execute_tool", 0], ["observations", 0], ["execute_tool", 0]]
+    assert [c[1] for c in state["chunks"]] == ["0", "1", "2"]
+
+
+async def test_a_prelude_handler_error_is_reported_by_the_next_flush(
+    manager: ExtensionManager, tmp_path: Path, traces: list[TraceEvent]
+) -> None:
+    await manager.load(wire_manifest(tmp_path))
+    ctx = CallContext(session_id="s", request_id="r")
+    manager.on_chunk(ChunkSnapshot(type="text-delta", text="bad"), ctx)
+    assert await manager.execute_tool("wire_add", {"a": 1, "b": 1}, context=ctx) == 2
+    manager.on_chunk(ChunkSnapshot(type="text-delta", text="fine"), ctx)
+    await manager.flush(ctx)
+    errors = [t for t in traces if t.outcome == "error"]
+    assert [(t.hook, t.extension) for t in errors] == [("onChunk", "wire")]
+    assert "this chunk is bad" in errors[0].detail

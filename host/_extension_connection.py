@@ -14,7 +14,9 @@ handles frames in order) and reports the handler errors of the unanswered ones. 
 are in flight, so the outbox is bounded: when the extension can't keep up, the oldest onChunk items are
 dropped (counted), the turn never blocks.
 With the "connect-tools" feature, tool calls ride the stream too (`execute_tool` / `tool_event` / `cancel`);
-without it each tool call is an ExecuteTool RPC.
+without it each tool call is an ExecuteTool RPC. With the "prelude" feature, observations held when an awaited hook
+or tool call is sent ride in that frame (`HostFrame.prelude`) instead of a frame of their own; its answer acks them.
+Observations are serialized once for all subscribers (host/_frame_bytes.py): the outbox holds bytes.
 """
 
 from __future__ import annotations

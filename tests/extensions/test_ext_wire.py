@@ -137,24 +137,24 @@ async def test_chunks_trickling_in_share_frames(manager: ExtensionManager, tmp_p
     assert [c[1] for c in state["chunks"]] == [str(i) for i in range(60)]
 
 
-async def test_observations_are_held_up_to_max_delay_to_share_a_frame(manager: ExtensionManager, tmp_path: Path) -> None:
-    await manager.load(wire_manifest(tmp_path, observations={"maxDelayMs": 5000}))
+async def five_chunks_20_ms_apart_then_flush(manager: ExtensionManager) -> list[int]:
+    """The sizes of the observation batches the extension handled."""
     ctx = CallContext(session_id="s", request_id="r")
     for i in range(5):
         manager.on_chunk(ChunkSnapshot(type="text-delta", text=str(i)), ctx)
         await asyncio.sleep(0.02)
     await manager.flush(ctx)
-    assert (await seen(manager))["batches"] == [5]
+    return (await seen(manager))["batches"]
+
+
+async def test_observations_are_held_up_to_max_delay_to_share_a_frame(manager: ExtensionManager, tmp_path: Path) -> None:
+    await manager.load(wire_manifest(tmp_path, observations={"maxDelayMs": 5000}))
+    assert await five_chunks_20_ms_apart_then_flush(manager) == [5]
 
 
 async def test_max_delay_zero_sends_each_observation_at_once(manager: ExtensionManager, tmp_path: Path) -> None:
     await manager.load(wire_manifest(tmp_path, observations={"maxDelayMs": 0}))
-    ctx = CallContext(session_id="s", request_id="r")
-    for i in range(5):
-        manager.on_chunk(ChunkSnapshot(type="text-delta", text=str(i)), ctx)
-        await asyncio.sleep(0.02)
-    await manager.flush(ctx)
-    batches = (await seen(manager))["batches"]
+    batches = await five_chunks_20_ms_apart_then_flush(manager)
     assert batches == [1, 1, 1, 1, 1, 0]  # the last, empty frame is the flush asking for an ack of them all
 
 

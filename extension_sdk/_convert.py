@@ -40,6 +40,14 @@ def _fallback(value: Any) -> Any:
     return f"<{type(value).__name__}>"
 
 
+def _as_plain(value: Any) -> Any:
+    """A handler's return value with a pydantic model dumped to its camelCase dict (unset fields left out)."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, dict):
+        return dump(by_alias=True, exclude_none=True)
+    return value
+
+
 def encode_json(value: Any) -> str:
     """JSON-encode a handler's value; pydantic models are dumped, unserializable values become a placeholder."""
     return json.dumps(value, default=_fallback, ensure_ascii=False)
@@ -236,9 +244,7 @@ def turn_patch(value: Any) -> pb.TurnConfigPatch | None:
     """
     if value is None:
         return None
-    dump = getattr(value, "model_dump", None)
-    if callable(dump) and not isinstance(value, dict):
-        value = dump(by_alias=True, exclude_none=True)
+    value = _as_plain(value)
     if not isinstance(value, dict):
         raise TypeError(f"beforeTurn must return None or a dict of TurnConfig fields, got {type(value).__name__}")
     patch = pb.TurnConfigPatch()
@@ -272,9 +278,7 @@ def tool_decision(value: Any) -> pb.ToolCallDecision | None:
     """A beforeToolCall handler's return value as a ToolCallDecision (None: no decision)."""
     if value is None:
         return None
-    dump = getattr(value, "model_dump", None)
-    if callable(dump) and not isinstance(value, dict):
-        value = dump(by_alias=True, exclude_none=True)
+    value = _as_plain(value)
     if not isinstance(value, dict):
         raise TypeError(
             f"beforeToolCall must return None or a dict {{'action': 'allow'|'block'|'substitute', ...}}, "

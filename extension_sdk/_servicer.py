@@ -118,10 +118,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
 
     async def _call_hook(self, hook: HookDef, snapshot: dict[str, Any], context: pb.CallContext) -> Any:
         set_current_call(context)
-        if hook.wants_host:
-            result = hook.fn(snapshot, self._host(context.session_id))
-        else:
-            result = hook.fn(snapshot)
+        result = self._start_hook(hook, snapshot, context.session_id)
         if hook.is_async or inspect.isawaitable(result):
             result = await result
         return result

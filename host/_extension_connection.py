@@ -402,12 +402,14 @@ class ExtensionConnection:
                     items.append(e[2])
                     covers = e[3]
                 self._obs_count -= len(items)
-                if self.prelude and outbox and self._can_carry(outbox[0]):
-                    await self._write_with_prelude(outbox.popleft()[1], ctx, items, covers)
-                    continue
                 if self.streaming:
                     self._unacked_frames += 1
                     self._unacked_items += len(items)
+                    if covers > self._sent_seq:
+                        self._sent_seq = covers
+                    if self.prelude and outbox and self._can_carry(outbox[0]):
+                        await self._write_with_prelude(outbox.popleft()[1], ctx, items, covers)
+                        continue
                     ack = (self._unacked_frames >= ACK_FRAMES or self._unacked_items >= ACK_ITEMS
                            or self._flush_seq > self._ack_req_seq and covers >= self._flush_seq)
                     await self._write_observations(ctx, items, covers, ack)
@@ -440,10 +442,6 @@ class ExtensionConnection:
         """Write `frame` with the observations as its prelude. Its answer (the reply, or a tool call's first
         event) means they were handled; if none comes, the next flush asks for an ack of them as usual."""
         self._prelude_covers[frame.id] = covers
-        self._unacked_frames += 1
-        self._unacked_items += len(items)
-        if covers > self._sent_seq:
-            self._sent_seq = covers
         await self._stream.write(with_prelude(frame, observation_batch(ctx, items)))
 
     async def _write_observations(self, ctx: bytes, items: list[bytes], covers: int, ack: bool) -> None:
@@ -456,8 +454,6 @@ class ExtensionConnection:
             self._inflight += 1
             self._ack_req_seq = covers
             self._unacked_frames = self._unacked_items = 0
-        if covers > self._sent_seq:
-            self._sent_seq = covers
         await self._stream.write(observations_frame(fid, observation_batch(ctx, items)))
 
     async def _unary_call(self, frame: pb.HostFrame, fut: asyncio.Future[pb.ExtensionFrame], deadline: float) -> None:

@@ -62,6 +62,16 @@ def _dumps(value: Any, ascii_only: bool) -> str:
         return json.dumps(repr(value)[:MAX_VALUE_BYTES], ensure_ascii=ascii_only)
 
 
+def json_text_and_size(value: Any) -> tuple[str, int]:
+    """(JSON text, its size in UTF-8 bytes); a value with lone surrogates is escaped to ASCII instead."""
+    text = _dumps(value, False)
+    try:
+        return text, len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        text = _dumps(value, True)
+        return text, len(text)
+
+
 class Budget:
     """The free-form byte budget of one outbound snapshot: each field gets min(its own cap, what is left).
 
@@ -76,12 +86,7 @@ class Budget:
         self.left = total
 
     def json(self, value: Any, cap: int = MAX_VALUE_BYTES) -> str:
-        text = _dumps(value, False)
-        try:
-            size = len(text.encode("utf-8"))
-        except UnicodeEncodeError:
-            text = _dumps(value, True)
-            size = len(text)
+        text, size = json_text_and_size(value)
         limit = min(cap, self.left)
         if size > limit:
             preview = _cut_utf8(text.encode("utf-8"), PREVIEW_BYTES)
@@ -111,12 +116,7 @@ def to_json(value: Any, cap: int = MAX_VALUE_BYTES) -> str:
 
 def json_size_error(value: Any, cap: int = MAX_JSON_CHARS) -> tuple[str, int | None]:
     """(JSON text, None) for a value sent as is (a tool input), or (text, its size) when it is over `cap` bytes."""
-    text = _dumps(value, False)
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        text = _dumps(value, True)
-        size = len(text)
+    text, size = json_text_and_size(value)
     return text, (size if size > cap else None)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ext_helpers import wait_until, write_manifest
+from ext_helpers import write_manifest
 
 from host import CallContext, ChunkSnapshot, ExtensionManager, ExtensionToolError, ExtensionUnloadedError, TraceEvent
 

@@ -3,14 +3,13 @@ and the check every scenario ends with (the session's persisted messages are int
 
 from __future__ import annotations
 
-import asyncio
-import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from fixtures.manifests import fixture_manifest
+from fixtures.processes import group_gone, group_members, process_gone, wait_until  # noqa: F401 - re-exported for the tests
 
 from host import Agent, ChatResponseResult, tool
 
@@ -87,54 +86,6 @@ async def persisted_and_next_turn_works(tmp_path: Path, result: ChatResponseResu
 def tool_output(result: ChatResponseResult, tool_name: str) -> Any:
     part = next(p for p in result.message["parts"] if p.get("toolName") == tool_name)
     return part.get("output", part.get("errorText"))
-
-
-def process_gone(pid: int) -> bool:
-    """No process (not even a zombie) has this pid."""
-    return not Path(f"/proc/{pid}").exists()
-
-
-def group_gone(pgid: int) -> bool:
-    """No process is left in this process group."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    # killpg succeeds on zombies too: look for live members
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                return False
-    return True
-
-
-def group_members(pgid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid:
-                out.append(int(entry.name))
-    return out
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while loop.time() < end:
-        if predicate():
-            return True
-        await asyncio.sleep(0.05)
-    return bool(predicate())
 
 
 def scratch_dir(agent: Agent) -> Path:

@@ -16,26 +16,12 @@ from typing import Any
 
 import pytest
 
+from fixtures.sandbox_dirs import Dirs, require
+
 from host import Manifest, SandboxUnavailable, parse_manifest, plan_launch, sandbox_capabilities
 from host import _sandbox
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox layers are Linux features")
-
-
-def _require(*layers: str) -> None:
-    caps = sandbox_capabilities()["layers"]
-    for layer in layers:
-        if not caps[layer]["available"]:
-            pytest.skip(f"{layer} is not available here: {caps[layer]['detail']}")
-
-
-class Dirs:
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self.scratch = base / "scratch"
-        self.runtime = base / "run"
-        self.scratch.mkdir()
-        self.runtime.mkdir()
 
 
 @pytest.fixture
@@ -77,7 +63,7 @@ def test_mode_off_runs_the_command_itself(dirs: Dirs) -> None:
 
 
 def test_auto_plan_goes_through_the_launcher_and_lists_enforced_layers(dirs: Dirs) -> None:
-    _require("landlock_fs", "net_namespace")
+    require("landlock_fs", "net_namespace")
     plan = plan_launch(_manifest(), command=["/bin/true"], env={}, scratch_dir=dirs.scratch,
                        runtime_dir=dirs.runtime, mode="auto")
     assert plan.argv[:4] == [sys.executable, "-I", "-S", str(_sandbox.LAUNCHER_PATH)]
@@ -126,7 +112,7 @@ def test_capabilities_describe_every_layer() -> None:
 
 
 def test_launcher_exits_with_a_message_when_a_promised_layer_fails(dirs: Dirs) -> None:
-    _require("landlock_fs")
+    require("landlock_fs")
     plan = plan_launch(_manifest(), command=[sys.executable, "-c", "print('ran')"], env={},
                        scratch_dir=dirs.base / "does-not-exist", runtime_dir=dirs.runtime, mode="auto")
     done = subprocess.run(plan.argv, env=plan.env, capture_output=True, text=True, timeout=30)
@@ -139,7 +125,7 @@ def test_launcher_exits_with_a_message_when_a_promised_layer_fails(dirs: Dirs) -
 
 
 def test_memory_bomb_dies_under_the_memory_limit(dirs: Dirs) -> None:
-    _require("rlimits")
+    require("rlimits")
     done = _run(dirs, """
         block = bytearray(600 * 1024 * 1024)
         print("allocated", len(block))
@@ -150,7 +136,7 @@ def test_memory_bomb_dies_under_the_memory_limit(dirs: Dirs) -> None:
 
 
 def test_cpu_spin_is_killed_by_the_cpu_limit(dirs: Dirs) -> None:
-    _require("rlimits")
+    require("rlimits")
     done = _run(dirs, """
         while True:
             pass
@@ -159,7 +145,7 @@ def test_cpu_spin_is_killed_by_the_cpu_limit(dirs: Dirs) -> None:
 
 
 def test_open_files_limit_applies(dirs: Dirs) -> None:
-    _require("rlimits")
+    require("rlimits")
     done = _run(dirs, """
         import resource
         print(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
@@ -189,7 +175,7 @@ FORK_BOMB = """
 
 
 def test_fork_bomb_is_contained_by_the_process_limit(dirs: Dirs) -> None:
-    _require("process_limit")
+    require("process_limit")
     done = _run(dirs, FORK_BOMB, limits={"processes": 8})
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) < 8
@@ -204,7 +190,7 @@ def test_fork_bomb_script_forks_freely_without_the_sandbox(dirs: Dirs) -> None:
 
 
 def test_no_new_privs_is_set(dirs: Dirs) -> None:
-    _require("no_new_privs")
+    require("no_new_privs")
     done = _run(dirs, """
         status = open("/proc/self/status").read()
         print(status.split("NoNewPrivs:")[1].split()[0])
@@ -247,7 +233,7 @@ CONNECT = """
 
 
 def test_network_is_unreachable_without_network_permission(dirs: Dirs, tcp_server: int) -> None:
-    _require("net_namespace")
+    require("net_namespace")
     done = _run(dirs, CONNECT, args=[str(tcp_server)])
     assert done.stdout.startswith("refused"), done.stdout + done.stderr
 
@@ -258,7 +244,7 @@ def test_network_works_with_sandbox_off(dirs: Dirs, tcp_server: int) -> None:
 
 
 def test_unix_socket_in_the_runtime_dir_is_reachable_from_the_sandbox(dirs: Dirs) -> None:
-    _require("net_namespace", "landlock_fs")
+    require("net_namespace", "landlock_fs")
     path = dirs.runtime / "echo.sock"
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(path))
@@ -284,7 +270,7 @@ def test_unix_socket_in_the_runtime_dir_is_reachable_from_the_sandbox(dirs: Dirs
 
 
 def test_extension_can_bind_its_socket_in_the_runtime_dir(dirs: Dirs) -> None:
-    _require("landlock_fs")
+    require("landlock_fs")
     done = _run(dirs, """
         import socket, sys
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -308,27 +294,27 @@ WRITE = """
 
 
 def test_write_inside_scratch_works(dirs: Dirs) -> None:
-    _require("landlock_fs")
+    require("landlock_fs")
     done = _run(dirs, WRITE, args=[str(dirs.scratch / "out.txt")])
     assert done.stdout.strip() == "written", done.stderr
     assert (dirs.scratch / "out.txt").read_text() == "x"
 
 
 def test_write_outside_scratch_is_denied(dirs: Dirs) -> None:
-    _require("landlock_fs")
+    require("landlock_fs")
     done = _run(dirs, WRITE, args=[str(dirs.base / "outside.txt")])
     assert done.stdout.startswith("denied"), done.stdout + done.stderr
     assert not (dirs.base / "outside.txt").exists()
 
 
 def test_regular_files_cannot_be_written_in_the_runtime_dir(dirs: Dirs) -> None:
-    _require("landlock_fs")
+    require("landlock_fs")
     done = _run(dirs, WRITE, args=[str(dirs.runtime / "planted.txt")])
     assert done.stdout.startswith("denied"), done.stdout + done.stderr
 
 
 def test_tempfiles_go_to_scratch(dirs: Dirs) -> None:
-    _require("landlock_fs")
+    require("landlock_fs")
     done = _run(dirs, """
         import tempfile
         with tempfile.NamedTemporaryFile(delete=False) as fh:
@@ -338,7 +324,7 @@ def test_tempfiles_go_to_scratch(dirs: Dirs) -> None:
 
 
 def test_signals_to_processes_outside_the_sandbox_are_refused(dirs: Dirs) -> None:
-    _require("landlock_scope")
+    require("landlock_scope")
     outsider = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         done = _run(dirs, """

@@ -9,29 +9,13 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from host import parse_manifest, plan_launch, sandbox_capabilities
+from fixtures.sandbox_dirs import Dirs, require  # noqa: F401 - re-exported for the tests
+
+from host import parse_manifest, plan_launch
 from host._zygote import Zygote, ZygoteProcess, zygote_launch
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "extensions" / "fixtures"
-
-
-class Dirs:
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self.scratch = base / "scratch"
-        self.runtime = base / "run"
-        self.scratch.mkdir()
-        self.runtime.mkdir()
-
-
-def require(*layers: str) -> None:
-    import pytest
-
-    caps = sandbox_capabilities()["layers"]
-    for layer in layers:
-        if not caps[layer]["available"]:
-            pytest.skip(f"{layer} is not available here: {caps[layer]['detail']}")
 
 
 def base_env() -> dict[str, str]:

@@ -25,7 +25,7 @@ import os
 import socket
 import struct
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -124,10 +124,11 @@ class EgressProxy:
         max_connections: int = 32,
         max_bytes: int = 1024 * 1024 * 1024,
         require_peer: bool = False,
-        on_event: Callable[[EgressEvent], None] | None = None,
+        on_event: Callable[[EgressEvent, Any], None] | None = None,
     ) -> None:
         """`resolver`: a name->address(es) mapping (the test override) or an async resolve(host, port); default
-        the system's. `require_peer`: accept connections only from the namespace of the pid given to bind_peer."""
+        the system's. `require_peer`: accept connections only from the namespace of the pid given to bind_peer.
+        `on_event(event, call)`: after each connection; `call` is what `during()` named when it opened, or None."""
         self.extension = extension
         self.policy = EgressPolicy(network)
         self.socket_path = Path(socket_path)
@@ -147,6 +148,16 @@ class EgressProxy:
         self._peer_bound = asyncio.Event()
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._calls: list[Any] = []  # the hook/tool calls in progress (see during), innermost last
+
+    @contextlib.contextmanager
+    def during(self, call: Any) -> Iterator[None]:
+        """Connections opened while this is active are reported to on_event with `call` (the manager's context)."""
+        self._calls.append(call)
+        try:
+            yield
+        finally:
+            self._calls.remove(call)
 
     async def start(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -189,6 +200,7 @@ class EgressProxy:
         self.active += 1
         t0 = time.perf_counter()
         event = EgressEvent(extension=self.extension, host="", port=0, allowed=False)
+        call = self._calls[-1] if self._calls else None
         try:
             await self._handle(reader, writer, event)
         except _Refused as exc:
@@ -208,16 +220,16 @@ class EgressProxy:
             self._tasks.discard(task)
             writer.close()
             event.duration_ms = (time.perf_counter() - t0) * 1000
-            self._audit(event)
+            self._audit(event, call)
 
-    def _audit(self, event: EgressEvent) -> None:
+    def _audit(self, event: EgressEvent, call: Any) -> None:
         if not event.host and not event.allowed and event.reason.startswith("connection ended"):
             return  # a connection closed before it asked for anything: nothing to audit
         audit_logger.log(logging.INFO if event.allowed else logging.WARNING, "%s", event.line(),
                          extra={"extension": event.extension, "egress": event.model_dump()})
         if self.on_event is not None:
             try:
-                self.on_event(event)
+                self.on_event(event, call)
             except Exception:  # noqa: BLE001 - a listener must not break the proxy
                 log.exception("egress event listener failed")
 

@@ -50,7 +50,23 @@ class Permissions(_Model):
     messages: Literal["none", "read"] = "none"
     context: ContextPermission = Field(default_factory=ContextPermission)
     session: SessionPermission = Field(default_factory=SessionPermission)
-    network: list[str] = Field(default_factory=list, description="Hosts the extension may reach; empty: none")
+    network: list[str] = Field(
+        default_factory=list,
+        description="Hosts the extension may reach through its egress proxy: 'host', 'host:port', '*.domain[:port]', "
+        "an IP literal ('203.0.113.7', '[2001:db8::1]:8443'); default port 443; empty: no network at all",
+    )
+
+    @field_validator("network")
+    @classmethod
+    def _network_entries(cls, value: list[str]) -> list[str]:
+        from ._egress_policy import EgressEntryError, parse_entry
+
+        for i, entry in enumerate(value):
+            try:
+                parse_entry(entry)
+            except EgressEntryError as exc:
+                raise ValueError(f"entry {i}: {exc}") from None
+        return value
 
     def grants_bridge(self) -> bool:
         """True when the extension may call anything on the HostBridge (its handlers then get a client)."""
@@ -80,6 +96,10 @@ class Limits(_Model):
     cpu_seconds: int = Field(default=300, gt=0)
     open_files: int = Field(default=256, ge=16)
     processes: int = Field(default=64, ge=1)
+    egress_connections: int = Field(default=32, ge=1, le=1024,
+                                    description="Egress proxy: connections open at once (permissions.network)")
+    egress_mb: int = Field(default=1024, ge=1, le=1024 * 1024,
+                           description="Egress proxy: MB through the proxy (both directions) while loaded")
 
 
 class Timeouts(_Model):

@@ -13,8 +13,12 @@ Layers:
   user_namespace   a fresh user namespace mapping the uid onto itself: no capabilities in the host namespaces
   net_namespace    permissions.network == []: a fresh network namespace (no interfaces up; Unix sockets on
                    the filesystem, like the runtime dir's, still work)
-  network-allowlist  permissions.network lists hosts: per-host filtering needs a proxy, which hookwire does not
-                   have; never enforced. Mode auto leaves the network open and reports it missing.
+  egress_proxy     permissions.network lists hosts: the extension gets a network namespace (net_namespace)
+                   whose only way out is a relay on 127.0.0.1:EGRESS_PORT (host/_egress_relay.py, started by
+                   the launcher) to the host's per-extension proxy (host/_egress_proxy.py) on a Unix socket;
+                   HTTP(S)_PROXY/ALL_PROXY point there. A host list is never given the whole network: when
+                   this layer can't be enforced, modes auto and required both refuse the extension (off runs it
+                   unconfined).
   no_new_privs     PR_SET_NO_NEW_PRIVS
   landlock_fs      writes denied everywhere except beneath scratch_dir (everything) and runtime_dir (creating
                    sockets only: the extension binds its socket there, but cannot write or delete other
@@ -42,7 +46,10 @@ SandboxMode = Literal["off", "auto", "required"]
 
 LAUNCHER_PATH: Path = Path(__file__).resolve().with_name("_launcher.py")
 
-_NETWORK_ALLOWLIST = "network-allowlist"
+_EGRESS = "egress_proxy"
+EGRESS_PORT = 3128  # the relay's port inside the extension's (otherwise empty) network namespace
+RELAY_PATH: Path = Path(__file__).resolve().with_name("_egress_relay.py")
+_PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 
 
 class LaunchPlan(BaseModel):
@@ -58,12 +65,12 @@ class LaunchPlan(BaseModel):
 class SandboxUnavailable(RuntimeError):
     """Sandbox mode "required", but a layer the extension needs cannot be enforced here."""
 
-    def __init__(self, extension: str, layer: str, reason: str) -> None:
+    def __init__(self, extension: str, layer: str, reason: str, mode: str = "required") -> None:
         self.extension = extension
         self.layer = layer
         self.reason = reason
         super().__init__(
-            f"extension {extension!r}: sandbox mode is 'required' but layer {layer!r} cannot be enforced: {reason}"
+            f"extension {extension!r}: sandbox mode is {mode!r} but layer {layer!r} cannot be enforced: {reason}"
         )
 
 
@@ -80,6 +87,13 @@ class _LandlockSpec(BaseModel):
     scope: bool
 
 
+class EgressSpec(BaseModel):
+    """In-namespace egress: 127.0.0.1:port (and [::1]) relayed to the host's proxy Unix socket."""
+
+    port: int = Field(ge=1, le=65535)
+    socket: str
+
+
 class _LauncherSpec(BaseModel):
     """The JSON the launcher reads (`--spec`)."""
 
@@ -91,6 +105,7 @@ class _LauncherSpec(BaseModel):
     net_namespace: bool
     process_limit: _ProcessLimitSpec | None
     landlock: _LandlockSpec | None
+    egress: EgressSpec | None = None
 
 
 def _unavailable(reason: str) -> dict[str, Any]:
@@ -129,7 +144,7 @@ def sandbox_capabilities() -> dict[str, Any]:
     """Which layers this machine can enforce (for `hookwire doctor`); probed once per process, cached.
 
     Returns {"kernel", "machine", "euid", "launcher", "layers": {layer: {"available": bool, "detail": str}}}
-    with the plan-level layers (rlimits, process_limit, user_namespace, net_namespace, network-allowlist,
+    with the plan-level layers (rlimits, process_limit, user_namespace, net_namespace, egress_proxy,
     no_new_privs, landlock_fs, landlock_scope); process_limit's detail names its mechanism.
     """
     probed = _probe()
@@ -156,10 +171,7 @@ def sandbox_capabilities() -> dict[str, Any]:
         layers["process_limit"] = _unavailable(why)
     for name in ("user_namespace", "net_namespace", "no_new_privs", "landlock_fs", "landlock_scope"):
         layers[name] = dict(raw.get(name, _unavailable("not probed")))
-    layers[_NETWORK_ALLOWLIST] = _unavailable(
-        "per-host network filtering needs a proxy, which hookwire does not have; "
-        "an extension listing hosts gets the whole network (mode auto) or is refused (mode required)"
-    )
+    layers[_EGRESS] = _egress_layer(layers["net_namespace"])
     return {
         "kernel": probed.get("kernel", platform.release()),
         "machine": probed.get("machine", platform.machine()),
@@ -167,6 +179,25 @@ def sandbox_capabilities() -> dict[str, Any]:
         "launcher": str(LAUNCHER_PATH),
         "layers": layers,
     }
+
+
+def _egress_layer(net: dict[str, Any]) -> dict[str, Any]:
+    """The egress_proxy layer: a network namespace plus the in-namespace relay to the host's proxy."""
+    if not net.get("available"):
+        return _unavailable(f"needs a network namespace ({net.get('detail', 'not probed')}); a network host list "
+                            "is refused rather than given the whole network")
+    if not RELAY_PATH.exists():
+        return _unavailable(f"the in-namespace relay {RELAY_PATH.name} is missing; a network host list is refused "
+                            "rather than given the whole network")
+    return {"available": True, "detail": f"per-extension proxy on a Unix socket, reached through a relay on "
+                                         f"127.0.0.1:{EGRESS_PORT} in the extension's network namespace"}
+
+
+def egress_env(port: int = EGRESS_PORT) -> dict[str, str]:
+    """The proxy variables an extension behind the egress proxy gets (they override any passed-through value)."""
+    url = f"http://127.0.0.1:{port}"
+    # NO_PROXY empty: nothing is reachable directly from the namespace, so every client should use the proxy.
+    return {**{name: url for name in _PROXY_VARS}, "NO_PROXY": "", "no_proxy": ""}
 
 
 def plan_launch(
@@ -177,11 +208,14 @@ def plan_launch(
     scratch_dir: Path,
     runtime_dir: Path,
     mode: SandboxMode,
+    egress_socket: Path | None = None,
 ) -> LaunchPlan:
     """Plan the spawn of one extension: argv (through the launcher unless mode is "off") and the layers.
 
     mode "off": argv = command, nothing enforced. "auto": every layer this machine can enforce; `missing`
     names the rest. "required": raises SandboxUnavailable naming the extension and the first missing layer.
+    A `permissions.network` host list needs `egress_socket` (the Unix socket of the extension's running
+    egress proxy) and the egress_proxy layer; without them auto refuses too (SandboxUnavailable).
     """
     if mode == "off":
         return LaunchPlan(argv=list(command), env=dict(env), enforced=[], missing=[])
@@ -191,15 +225,19 @@ def plan_launch(
         raise ValueError(f"extension {manifest.name!r}: empty command")
 
     layers = sandbox_capabilities()["layers"]
-    no_network = not manifest.permissions.network
-    wanted = ["rlimits", "process_limit", "user_namespace",
-              "net_namespace" if no_network else _NETWORK_ALLOWLIST,
+    hosts = bool(manifest.permissions.network)
+    wanted = ["rlimits", "process_limit", "user_namespace", "net_namespace", *([_EGRESS] if hosts else []),
               "no_new_privs", "landlock_fs", "landlock_scope"]
     enforced = [name for name in wanted if layers.get(name, {}).get("available")]
+    if hosts and egress_socket is None and _EGRESS in enforced:
+        enforced.remove(_EGRESS)
+        layers = {**layers, _EGRESS: _unavailable("no egress proxy socket was given for this extension")}
     missing = [name for name in wanted if name not in enforced]
     reasons = {name: str(layers.get(name, {}).get("detail", "unknown layer")) for name in missing}
     if mode == "required" and missing:
         raise SandboxUnavailable(manifest.name, missing[0], reasons[missing[0]])
+    if hosts and _EGRESS in missing:  # never the whole network for a host list, even in auto
+        raise SandboxUnavailable(manifest.name, _EGRESS, reasons[_EGRESS], mode=mode)
 
     limits = manifest.limits
     process_limit: _ProcessLimitSpec | None = None
@@ -226,8 +264,12 @@ def plan_launch(
         net_namespace="net_namespace" in enforced,
         process_limit=process_limit,
         landlock=landlock,
+        egress=EgressSpec(port=EGRESS_PORT, socket=str(Path(egress_socket).resolve()))
+        if hosts and egress_socket is not None else None,
     )
     plan_env = dict(env)
+    if spec.egress is not None:
+        plan_env.update(egress_env(spec.egress.port))
     if landlock is not None:
         plan_env["TMPDIR"] = str(Path(scratch_dir).resolve())  # /tmp is not writable in the sandbox
     if "rlimits" in enforced:

@@ -72,7 +72,7 @@ async def proxy(sock_dir: Path, network: list[str], events: list[EgressEvent] | 
     p = EgressProxy(EXT, network, sock_dir / "egress.sock",
                     resolver={name: "127.0.0.1" for name in ("api.test", "evil.test", "inner.test", "api.corp.test",
                                                              "corp.test")},
-                    on_event=events.append if events is not None else None, **kw)  # type: ignore[arg-type]
+                    on_event=(lambda e, _call: events.append(e)) if events is not None else None, **kw)  # type: ignore[arg-type]
     await p.start()
     try:
         yield p

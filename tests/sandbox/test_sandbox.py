@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -71,20 +72,33 @@ def test_auto_plan_goes_through_the_launcher_and_lists_enforced_layers(dirs: Dir
     assert {"rlimits", "no_new_privs", "net_namespace", "landlock_fs"} <= set(plan.enforced)
 
 
-def test_network_hosts_leave_the_network_open_and_report_the_allowlist_missing(dirs: Dirs) -> None:
-    plan = plan_launch(_manifest(permissions={"network": ["api.example.com"]}), command=["/bin/true"], env={},
-                       scratch_dir=dirs.scratch, runtime_dir=dirs.runtime, mode="auto")
-    assert "network-allowlist" in plan.missing
-    assert "net_namespace" not in plan.enforced
-    assert "proxy" in plan.reasons["network-allowlist"]
-
-
-def test_required_mode_refuses_a_network_allowlist_naming_extension_and_layer(dirs: Dirs) -> None:
+def test_network_hosts_without_an_egress_proxy_are_refused_even_in_auto_mode(dirs: Dirs) -> None:
+    """A host list is never given the whole network: with no proxy socket, auto refuses naming egress_proxy."""
     with pytest.raises(SandboxUnavailable) as info:
         plan_launch(_manifest(permissions={"network": ["api.example.com"]}), command=["/bin/true"], env={},
-                    scratch_dir=dirs.scratch, runtime_dir=dirs.runtime, mode="required")
-    assert "sandboxed-ext" in str(info.value)
-    assert "network-allowlist" in str(info.value)
+                    scratch_dir=dirs.scratch, runtime_dir=dirs.runtime, mode="auto")
+    assert info.value.extension == "sandboxed-ext"
+    assert info.value.layer == "egress_proxy"
+    assert str(info.value).startswith("extension 'sandboxed-ext': sandbox mode is 'auto' but layer 'egress_proxy' "
+                                      "cannot be enforced: ")
+
+
+def test_network_hosts_with_an_egress_socket_get_the_namespace_relay_spec_and_proxy_env(dirs: Dirs) -> None:
+    """With the proxy's socket, a host list plans net_namespace + egress_proxy, the relay spec and proxy variables."""
+    require("egress_proxy")
+    sock = dirs.runtime / "egress.sock"
+    plan = plan_launch(_manifest(permissions={"network": ["api.example.com"]}), command=["/bin/true"],
+                       env={"HTTPS_PROXY": "http://elsewhere:1"}, scratch_dir=dirs.scratch, runtime_dir=dirs.runtime,
+                       mode="required", egress_socket=sock)
+    assert {"net_namespace", "egress_proxy"} <= set(plan.enforced)
+    spec = json.loads(plan.argv[plan.argv.index("--spec") + 1])
+    assert spec["net_namespace"] is True
+    assert spec["egress"] == {"port": _sandbox.EGRESS_PORT, "socket": str(sock.resolve())}
+    url = f"http://127.0.0.1:{_sandbox.EGRESS_PORT}"
+    assert {k: plan.env[k] for k in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy",
+                                     "all_proxy", "NO_PROXY", "no_proxy")} == {
+        "HTTPS_PROXY": url, "HTTP_PROXY": url, "ALL_PROXY": url, "https_proxy": url, "http_proxy": url,
+        "all_proxy": url, "NO_PROXY": "", "no_proxy": ""}
 
 
 def test_required_mode_raises_when_a_layer_is_unavailable(dirs: Dirs, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,7 +115,7 @@ def test_required_mode_raises_when_a_layer_is_unavailable(dirs: Dirs, monkeypatc
 
 def test_capabilities_describe_every_layer() -> None:
     caps = sandbox_capabilities()
-    for layer in ("rlimits", "process_limit", "user_namespace", "net_namespace", "network-allowlist",
+    for layer in ("rlimits", "process_limit", "user_namespace", "net_namespace", "egress_proxy",
                   "no_new_privs", "landlock_fs", "landlock_scope"):
         assert isinstance(caps["layers"][layer]["available"], bool)
         assert caps["layers"][layer]["detail"]

@@ -9,12 +9,14 @@
 //   * logs to stderr only.
 // It serves Describe (no "connect" feature, so the host uses the unary RPCs), a tool `echo`, a
 // beforeTurn hook that appends to the system prompt, the observation RPCs (AfterToolCall, OnStepFinish,
-// OnChunk, Observe) which it counts, a tool `observed` reporting those counts, and Shutdown.
+// OnChunk, Observe) which it counts, a tool `observed` reporting those counts, a tool `fetch` (an http:// GET
+// through the egress proxy named by HTTP_PROXY, for a manifest whose network lists hosts), and Shutdown.
 // The grpc.health.v1 service is not served: grpc-js does not ship it (the host then relies on the
 // handshake and the process watcher).
 "use strict";
 
 const path = require("path");
+const http = require("http");
 const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
 
@@ -121,7 +123,42 @@ const TOOLS = [
     inputSchemaJson: JSON.stringify({ type: "object", properties: {}, additionalProperties: false }),
     streaming: false,
   },
+  {
+    name: "fetch",
+    description: "GET an http:// URL through the egress proxy named by HTTP_PROXY; '<status> <body>'",
+    inputSchemaJson: JSON.stringify({
+      type: "object",
+      properties: { url: { type: "string", description: "An http:// URL the manifest's network list allows" } },
+      required: ["url"],
+      additionalProperties: false,
+    }),
+    streaming: false,
+  },
 ];
+
+// Node 20's fetch ignores HTTP(S)_PROXY (and undici's ProxyAgent is an extra npm package), so this uses the
+// http module the way a proxy expects: an absolute-URI request to the proxy. Inside the sandbox there is no
+// other way out: the network namespace is empty but for the relay at HTTP_PROXY.
+function proxiedGet(url) {
+  const proxyUrl = process.env.HTTP_PROXY || process.env.http_proxy;
+  if (!proxyUrl) return Promise.reject(new Error("fetch: no HTTP_PROXY (the manifest lists no network hosts)"));
+  const proxy = new URL(proxyUrl);
+  const target = new URL(url);
+  if (target.protocol !== "http:") return Promise.reject(new Error("fetch: only http:// URLs"));
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: proxy.hostname, port: proxy.port, method: "GET", path: target.href, headers: { host: target.host } },
+      (res) => {
+        const chunks = [];
+        res.on("data", (c) => chunks.push(c));
+        res.on("end", () => resolve(`${res.statusCode} ${Buffer.concat(chunks).toString("utf8").trim()}`));
+      },
+    );
+    req.setTimeout(15000, () => req.destroy(new Error("fetch: timed out")));
+    req.on("error", reject);
+    req.end();
+  });
+}
 
 function runTool(name, input) {
   if (name === "echo") {
@@ -129,6 +166,10 @@ function runTool(name, input) {
     return `node: ${Array.from(input.text).reverse().join("")}`;
   }
   if (name === "observed") return { ...observed };
+  if (name === "fetch") {
+    if (!input || typeof input.url !== "string") throw new TypeError("fetch: input.url must be a string");
+    return proxiedGet(input.url);
+  }
   throw new Error(`unknown tool ${JSON.stringify(name)}`);
 }
 
@@ -211,13 +252,13 @@ const service = {
       return;
     }
     const { name, inputJson } = call.request;
-    try {
-      const input = inputJson ? JSON.parse(inputJson) : null;
-      call.write({ outputJson: JSON.stringify(runTool(name, input)) });
-    } catch (err) {
-      call.write({ error: hookError("executeTool", err) });
-    }
-    call.end();
+    Promise.resolve()
+      .then(() => runTool(name, inputJson ? JSON.parse(inputJson) : null))
+      .then(
+        (output) => call.write({ outputJson: JSON.stringify(output) }),
+        (err) => call.write({ error: hookError("executeTool", err) }),
+      )
+      .finally(() => call.end());
   },
 
   Shutdown: (call, callback) => {

@@ -80,6 +80,7 @@ class Limits(_Model):
     cpu_seconds: int = Field(default=300, gt=0)
     open_files: int = Field(default=256, ge=16)
     processes: int = Field(default=64, ge=1)
+    scratch_mb: int = Field(default=64, ge=1, le=4096, description="Size cap of the scratch dir (a tmpfs in the sandbox)")
 
 
 class Timeouts(_Model):

@@ -239,7 +239,8 @@ class ExtensionManager:
         try:
             plan = _sandbox.plan_launch(
                 ext.manifest, command=command, env=env, scratch_dir=scratch, runtime_dir=self._runtime_dir(),
-                mode=self._sandbox_mode, egress_socket=egress_socket,
+                mode=self._sandbox_mode,
+                egress=_sandbox.EgressSpec(port=_sandbox.EGRESS_PORT, socket=str(egress_socket)) if egress_socket else None,
             )
         except _sandbox.SandboxUnavailable as exc:
             raise ExtensionStartError(

@@ -96,6 +96,7 @@ class Limits(_Model):
     cpu_seconds: int = Field(default=300, gt=0)
     open_files: int = Field(default=256, ge=16)
     processes: int = Field(default=64, ge=1)
+    scratch_mb: int = Field(default=64, ge=1, le=4096, description="Size cap of the scratch dir (a tmpfs in the sandbox)")
     egress_connections: int = Field(default=32, ge=1, le=1024,
                                     description="Egress proxy: connections open at once (permissions.network)")
     egress_mb: int = Field(default=1024, ge=1, le=1024 * 1024,

@@ -25,6 +25,16 @@ Layers:
                    extensions' files) and /dev/null; reads and exec are allowed everywhere (Python needs its
                    stdlib, venv and the extension's code). /tmp is NOT writable: TMPDIR is set to scratch_dir.
   landlock_scope   Landlock ABI >= 6: no signals to processes outside the sandbox, no abstract Unix sockets
+  pid_namespace    a fresh pid namespace whose pid 1 is the launcher's tiny init: the extension sees only its
+                   own processes (fresh /proc); when it exits, or the host (or zygote) dies -- PR_SET_PDEATHSIG,
+                   no cooperation needed -- the kernel kills everything left in it, setsid() children too
+  fs_read_confinement  a private mount namespace whose root shows only system dirs, a minimal /etc, the
+                   interpreter, the extension's cwd/dir, its scratch and its own runtime subdir (+ granted
+                   sockets); the store, workspace, sibling extensions and other host sockets are not there
+                   or are covered (host/_sandbox_fs.py). Also what makes `network: []` cover Unix sockets.
+  memory_cgroup    limits.memoryMb for the extension's whole process tree (memory cgroup, swap included)
+  scratch_quota    scratch is a tmpfs of limits.scratchMb inside the mount namespace (charged to the memory
+                   cgroup); it is private to the extension's generation (the host does not see it)
 """
 
 from __future__ import annotations
@@ -35,12 +45,14 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from ._manifest import Manifest, sanitize_name
+from ._sandbox_fs import fs_view
 
 SandboxMode = Literal["off", "auto", "required"]
 
@@ -50,6 +62,8 @@ _EGRESS = "egress_proxy"
 EGRESS_PORT = 3128  # the relay's port inside the extension's (otherwise empty) network namespace
 RELAY_PATH: Path = Path(__file__).resolve().with_name("_egress_relay.py")
 _PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+_PROBED = ("landlock_fs", "landlock_scope", "pids_cgroup", "no_new_privs", "user_namespace", "net_namespace",
+           "pid_namespace", "fs_read_confinement", "memory_cgroup", "scratch_quota")
 
 
 class LaunchPlan(BaseModel):
@@ -87,6 +101,11 @@ class _LandlockSpec(BaseModel):
     scope: bool
 
 
+class _MemorySpec(BaseModel):
+    base: str
+    bytes: int
+
+
 class EgressSpec(BaseModel):
     """In-namespace egress: 127.0.0.1:port (and [::1]) relayed to the host's proxy Unix socket."""
 
@@ -105,6 +124,10 @@ class _LauncherSpec(BaseModel):
     net_namespace: bool
     process_limit: _ProcessLimitSpec | None
     landlock: _LandlockSpec | None
+    host_pid: int | None = None
+    pid_namespace: bool = False
+    memory_cgroup: _MemorySpec | None = None
+    fs: dict[str, Any] | None = None
     egress: EgressSpec | None = None
 
 
@@ -120,8 +143,7 @@ def _probe() -> dict[str, Any]:
         why = f"sandbox layers need Linux (this is {sys.platform})"
         base["layers"] = {
             name: _unavailable(why)
-            for name in ("landlock_fs", "landlock_scope", "pids_cgroup", "no_new_privs", "user_namespace",
-                         "net_namespace")
+            for name in _PROBED
         }
         return base
     try:
@@ -133,8 +155,7 @@ def _probe() -> dict[str, Any]:
         why = f"the sandbox probe failed: {exc}"
         base["layers"] = {
             name: _unavailable(why)
-            for name in ("landlock_fs", "landlock_scope", "pids_cgroup", "no_new_privs", "user_namespace",
-                         "net_namespace")
+            for name in _PROBED
         }
         return base
     return probed
@@ -169,7 +190,8 @@ def sandbox_capabilities() -> dict[str, Any]:
         else:
             why = f"no user namespace ({userns['detail']}) and {why}"
         layers["process_limit"] = _unavailable(why)
-    for name in ("user_namespace", "net_namespace", "no_new_privs", "landlock_fs", "landlock_scope"):
+    for name in ("user_namespace", "net_namespace", "no_new_privs", "landlock_fs", "landlock_scope",
+                 "pid_namespace", "fs_read_confinement", "memory_cgroup", "scratch_quota"):
         layers[name] = dict(raw.get(name, _unavailable("not probed")))
     layers[_EGRESS] = _egress_layer(layers["net_namespace"])
     return {
@@ -208,14 +230,22 @@ def plan_launch(
     scratch_dir: Path,
     runtime_dir: Path,
     mode: SandboxMode,
-    egress_socket: Path | None = None,
+    socket_dir: Path | None = None,
+    cwd: Path | None = None,
+    private_paths: Sequence[Path] = (),
+    sockets: Sequence[Path] = (),
+    egress: EgressSpec | None = None,
 ) -> LaunchPlan:
     """Plan the spawn of one extension: argv (through the launcher unless mode is "off") and the layers.
 
     mode "off": argv = command, nothing enforced. "auto": every layer this machine can enforce; `missing`
     names the rest. "required": raises SandboxUnavailable naming the extension and the first missing layer.
-    A `permissions.network` host list needs `egress_socket` (the Unix socket of the extension's running
-    egress proxy) and the egress_proxy layer; without them auto refuses too (SandboxUnavailable).
+    `socket_dir`: the extension's private runtime subdir (default runtime_dir), the only place it may bind a
+    socket; `cwd`: where it runs (default: this process's cwd); `private_paths`: host-private paths hidden
+    from it even inside its cwd tree (store, workspace, siblings); `sockets`: host sockets it may reach
+    (HostBridge); `egress`: the in-namespace relay to the host's egress proxy (its port and the Unix socket of
+    the extension's running proxy, host/_egress_proxy.py). A `permissions.network` host list needs `egress`
+    and the egress_proxy layer; without them even auto refuses (SandboxUnavailable): never the whole network.
     """
     if mode == "off":
         return LaunchPlan(argv=list(command), env=dict(env), enforced=[], missing=[])
@@ -226,18 +256,30 @@ def plan_launch(
 
     layers = sandbox_capabilities()["layers"]
     hosts = bool(manifest.permissions.network)
+    if not hosts:
+        egress = None
     wanted = ["rlimits", "process_limit", "user_namespace", "net_namespace", *([_EGRESS] if hosts else []),
-              "no_new_privs", "landlock_fs", "landlock_scope"]
+              "no_new_privs", "landlock_fs", "landlock_scope",
+              "pid_namespace", "fs_read_confinement", "memory_cgroup", "scratch_quota"]
     enforced = [name for name in wanted if layers.get(name, {}).get("available")]
-    if hosts and egress_socket is None and _EGRESS in enforced:
+    if hosts and egress is None and _EGRESS in enforced:
         enforced.remove(_EGRESS)
         layers = {**layers, _EGRESS: _unavailable("no egress proxy socket was given for this extension")}
     missing = [name for name in wanted if name not in enforced]
     reasons = {name: str(layers.get(name, {}).get("detail", "unknown layer")) for name in missing}
+    if "pid_namespace" not in enforced:  # the private root is built by the namespace's init
+        for name in ("fs_read_confinement", "scratch_quota"):
+            if name in enforced:
+                enforced.remove(name)
+                missing.append(name)
+                reasons[name] = "needs pid_namespace"
     if mode == "required" and missing:
         raise SandboxUnavailable(manifest.name, missing[0], reasons[missing[0]])
     if hosts and _EGRESS in missing:  # never the whole network for a host list, even in auto
         raise SandboxUnavailable(manifest.name, _EGRESS, reasons[_EGRESS], mode=mode)
+    if _EGRESS not in enforced:
+        egress = None
+    own_sockets = Path(socket_dir if socket_dir is not None else runtime_dir).resolve()
 
     limits = manifest.limits
     process_limit: _ProcessLimitSpec | None = None
@@ -248,7 +290,7 @@ def plan_launch(
     if "landlock_fs" in enforced:
         landlock = _LandlockSpec(
             writable_dirs=[str(Path(scratch_dir).resolve())],
-            socket_dirs=[str(Path(runtime_dir).resolve())],
+            socket_dirs=[str(own_sockets)],
             writable_files=["/dev/null"],
             scope="landlock_scope" in enforced,
         )
@@ -264,8 +306,21 @@ def plan_launch(
         net_namespace="net_namespace" in enforced,
         process_limit=process_limit,
         landlock=landlock,
-        egress=EgressSpec(port=EGRESS_PORT, socket=str(Path(egress_socket).resolve()))
-        if hosts and egress_socket is not None else None,
+        host_pid=os.getpid(),
+        pid_namespace="pid_namespace" in enforced,
+        memory_cgroup=(
+            _MemorySpec(base=layers["memory_cgroup"]["base"], bytes=limits.memory_mb * 1024 * 1024)
+            if "memory_cgroup" in enforced else None
+        ),
+        fs=(
+            fs_view(command=command, cwd=Path(cwd) if cwd is not None else Path.cwd(),
+                    extension_dir=Path(manifest.source).parent if manifest.source else None,
+                    runtime_subdir=own_sockets, scratch_dir=Path(scratch_dir), scratch_mb=limits.scratch_mb,
+                    sockets=[Path(s) for s in sockets] + ([Path(egress.socket)] if egress is not None else []),
+                    private=list(private_paths))
+            if "fs_read_confinement" in enforced else None
+        ),
+        egress=egress,
     )
     plan_env = dict(env)
     if spec.egress is not None:

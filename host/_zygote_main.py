@@ -158,7 +158,7 @@ def _read_config(fd: int) -> dict[str, Any]:
     return json.loads(b"".join(chunks))
 
 
-def _child(ctrl: socket.socket, fds: list[int], wake: tuple[int, int], launcher: ModuleType) -> None:
+def _child(ctrl: socket.socket, fds: list[int], wake: tuple[int, int], launcher: ModuleType, parent: int) -> None:
     """In the forked child: become the extension. Never returns."""
     name = "?"
     try:
@@ -188,17 +188,17 @@ def _child(ctrl: socket.socket, fds: list[int], wake: tuple[int, int], launcher:
             os.write(2, f"hookwire-zygote: extension {name!r}: cannot start: {exc}\n".encode())
         finally:
             os._exit(EXIT_SETUP_FAILED)
+    _set_cmdline([str(a) for a in config.get("title") or []])  # before the sandbox forks: every process shows it
     spec = config.get("spec")
     if spec:
         try:
-            launcher.apply_spec(spec)
+            launcher.apply_spec(spec, parent)
         except launcher.SandboxError as exc:
             os.write(2, f"hookwire-sandbox: extension {spec.get('extension')!r}: {exc}\n".encode())
             os._exit(EXIT_SANDBOX_FAILED)
         except BaseException as exc:
             os.write(2, f"hookwire-sandbox: extension {name!r}: {exc}\n".encode())
             os._exit(EXIT_SANDBOX_FAILED)
-    _set_cmdline([str(a) for a in config.get("title") or []])
     kind, target = config["kind"], config["target"]
     sys.argv = [str(a) for a in config["argv"]]
     sys.path.insert(0, os.getcwd() if kind == "module" else os.path.dirname(os.path.realpath(target)))
@@ -257,6 +257,8 @@ def main() -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     launcher = _load_launcher()
+    launcher.load_relay()  # forked children use it without loading it again
+    zygote_pid = os.getpid()
     imported = _preload()
     threads = _thread_count()
     _send(ctrl, {"op": "ready", "pid": os.getpid(), "threads": threads, "imported": imported})
@@ -298,7 +300,7 @@ def main() -> None:
                          "error": str(exc)})
             continue
         if pid == 0:
-            _child(ctrl, fds, (wake_r, wake_w), launcher)
+            _child(ctrl, fds, (wake_r, wake_w), launcher, zygote_pid)
         for fd in fds:
             os.close(fd)
         children.add(pid)

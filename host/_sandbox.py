@@ -256,9 +256,8 @@ def plan_launch(
 
     layers = sandbox_capabilities()["layers"]
     hosts = bool(manifest.permissions.network)
-    if not hosts:
-        egress = None
-    wanted = ["rlimits", "process_limit", "user_namespace", "net_namespace", *([_EGRESS] if hosts else []),
+    wanted = ["rlimits", "process_limit", "user_namespace", "net_namespace",
+              *([_EGRESS] if hosts or egress is not None else []),
               "no_new_privs", "landlock_fs", "landlock_scope",
               "pid_namespace", "fs_read_confinement", "memory_cgroup", "scratch_quota"]
     enforced = [name for name in wanted if layers.get(name, {}).get("available")]

@@ -15,6 +15,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,9 @@ async def test_listed_name_gets_through_over_plain_http(tmp_path: Path, record: 
             result = await agent.chat(sent)
     output = tool_output(result, "egress_fetch")
     assert output == "200 origin saw: GET /hello?x=1 HTTP/1.1"
-    assert heads[0].startswith(f"GET /hello?x=1 HTTP/1.1\r\nHost: api.test:{port}\r\n".encode())
+    assert heads[0] == (f"GET /hello?x=1 HTTP/1.1\r\nAccept-Encoding: identity\r\nHost: api.test:{port}\r\n"
+                        f"User-Agent: Python-urllib/{sys.version_info[0]}.{sys.version_info[1]}\r\n"
+                        "Connection: close\r\n\r\n").encode()  # proxy headers dropped, one request per connection
     await persisted_and_next_turn_works(tmp_path, result, sent)
     record("egress: listed name, plain HTTP", "200 from the local origin via the proxy", output)
 

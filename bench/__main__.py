@@ -23,11 +23,11 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from . import chunks, cold_start, hook_rtt, scaling, streamed_turn, tool_vs_mcp, turn_overhead  # noqa: E402
+from . import chunks, cold_start, egress_proxy, hook_rtt, scaling, streamed_turn, tool_vs_mcp, turn_overhead  # noqa: E402
 from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
-    m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling)
+    m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling, egress_proxy)
 }
 #: Which result keys each benchmark writes (for the table's order and the missing-key check).
 KEYS: dict[str, tuple[str, ...]] = {
@@ -38,6 +38,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "cold_start": ("cold_start_p50_ms", "cold_start_5_parallel_ms", "idle_rss_mb"),
     "turn_overhead": ("turn_overhead_ms_5ext", "turn_overhead_ratio_5ext"),
     "scaling": ("concurrent_turns_per_s", "concurrent_turn_p99_ms", "overhead_ms_by_ext_count"),
+    "egress_proxy": ("egress_proxy_overhead_ms", "egress_proxy_ratio"),
 }
 
 

@@ -81,6 +81,8 @@ GOALS: dict[str, Goal] = {
     "concurrent_turns_per_s": Goal("info"),
     "concurrent_turn_p99_ms": Goal("info"),
     "overhead_ms_by_ext_count": Goal("info", text="linear, no cliff"),
+    "egress_proxy_overhead_ms": Goal("info"),
+    "egress_proxy_ratio": Goal("info"),
 }
 
 

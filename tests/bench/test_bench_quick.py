@@ -19,6 +19,7 @@ NUMBER_KEYS = (
     "cold_start_p50_ms", "cold_start_5_parallel_ms", "idle_rss_mb",
     "turn_overhead_ms_5ext", "turn_overhead_ratio_5ext",
     "concurrent_turns_per_s", "concurrent_turn_p99_ms",
+    "egress_proxy_overhead_ms", "egress_proxy_ratio",
 )
 
 

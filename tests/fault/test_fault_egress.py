@@ -67,8 +67,8 @@ def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, str]
     return ctx, (d / "c.pem").read_text()
 
 
-def egress_manifest(tmp_path: Path, network: list[str], **fields: Any) -> Path:
-    return manifest(tmp_path, "egress_ext.py", name="egress", permissions={"network": network},
+def egress_manifest(tmp_path: Path, network: list[str], name: str = "egress", **fields: Any) -> Path:
+    return manifest(tmp_path, "egress_ext.py", name=name, permissions={"network": network},
                     timeouts={"toolMs": 30000}, **fields)
 
 
@@ -251,6 +251,31 @@ async def test_required_mode_accepts_a_host_list(tmp_path: Path, record: Record)
     assert {"net_namespace", "egress_proxy"} <= set(info.sandbox)
     await persisted_and_next_turn_works(tmp_path, result)
     record("egress: sandbox required + host list", "starts, egress_proxy enforced", ", ".join(info.sandbox)[:80])
+
+
+async def test_sibling_cannot_use_another_extensions_proxy(tmp_path: Path, record: Record,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """A sibling extension that connects to another extension's proxy socket gets no tunnel through it."""
+    caplog.set_level(logging.INFO, logger="hookwire.audit")
+    async with origin() as (port, heads):
+        victim = egress_manifest(tmp_path, [f"api.test:{port}", f"127.0.0.1:{port}"])
+        sibling = egress_manifest(tmp_path, ["other.test"], name="sibling")
+        async with egress_host(tmp_path, victim, sibling) as agent:
+            path = str(agent.manager._egress["egress"].socket_path)  # noqa: SLF001 - the socket under attack
+            sent = f'/tool sibling_unix_connect {json.dumps({"path": path, "target": f"api.test:{port}"})}'
+            result = await agent.chat(sent)
+    output = tool_output(result, "sibling_unix_connect")
+    audit = [r.getMessage() for r in caplog.records if r.name == "hookwire.audit" and "extension=egress " in r.getMessage()]
+    assert heads == []
+    if output == "FileNotFoundError: No such file or directory":  # the socket is not in the sibling's root
+        assert audit == []
+    else:  # visible (a shared runtime dir), but the proxy serves only its own extension's network namespace
+        assert output == "HTTP/1.1 403 Forbidden"
+        assert len(audit) == 1 and " refused " in audit[0]
+        assert audit[0].split(" reason=")[1].startswith(
+            "connection from outside the sandbox of extension 'egress' (pid ")
+    await persisted_and_next_turn_works(tmp_path, result, sent)
+    record("egress: sibling uses another's proxy socket", "no tunnel (socket hidden, or 403 by namespace)", output)
 
 
 # ---------------------------------------------------------------- the Node.js sample through the proxy

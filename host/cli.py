@@ -250,7 +250,8 @@ def _cmd_doctor() -> int:
         mark = "yes" if state.get("available") else "NO "
         print(f"  {mark}  {layer:<18} {state.get('detail', '')}")
     print("(`sandbox: auto` applies every available layer; `sandbox: required` refuses an extension whose")
-    print(" isolation can't be enforced.)")
+    print(" isolation can't be enforced. A `permissions.network` host list needs egress_proxy in both modes:")
+    print(" without it the extension is refused, never given the whole network.)")
     return 0
 
 

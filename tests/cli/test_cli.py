@@ -113,3 +113,14 @@ def test_ext_new_refuses_a_non_empty_directory(tmp_path: Path) -> None:
     proc = hookwire("ext", "new", "x", "--dir", str(tmp_path / "taken"))
     assert proc.returncode == 1
     assert "exists and is not empty" in proc.stderr
+
+
+def test_doctor_shows_the_egress_proxy_layer() -> None:
+    """`hookwire doctor` has an egress_proxy row with its availability and detail."""
+    from host import sandbox_capabilities
+
+    state = sandbox_capabilities()["layers"]["egress_proxy"]
+    proc = hookwire("doctor")
+    assert proc.returncode == 0, proc.stderr
+    mark = "yes" if state["available"] else "NO "
+    assert f"  {mark}  egress_proxy       {state['detail']}\n" in proc.stdout

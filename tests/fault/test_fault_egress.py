@@ -132,6 +132,25 @@ async def test_httpx_uses_the_proxy_from_the_environment(tmp_path: Path, record:
     record("egress: httpx from the environment", "200 via the proxy", output)
 
 
+async def test_grpc_client_reaches_a_listed_host_through_the_proxy(tmp_path: Path, record: Record) -> None:
+    """A gRPC channel to api.test:PORT inside the sandbox goes through the proxy (CONNECT) to a local server."""
+    import grpc
+    from grpc_health.v1 import health, health_pb2_grpc
+
+    server = grpc.aio.server()
+    health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        output, result = await one_tool(tmp_path, [f"api.test:{port}", f"127.0.0.1:{port}"], "grpc_health",
+                                        target=f"api.test:{port}")
+    finally:
+        await server.stop(0)
+    assert output == "SERVING"
+    await persisted_and_next_turn_works(tmp_path, result)
+    record("egress: gRPC client via the proxy", "health check SERVING through CONNECT", output)
+
+
 async def test_unlisted_name_is_refused_with_the_clear_error_and_traced(tmp_path: Path, record: Record) -> None:
     """A name not in permissions.network gets the proxy's 403 line; the turn's trace shows the refusal."""
     async with origin() as (port, heads):

@@ -34,7 +34,7 @@ from ._extension_errors import (
     ExtensionUnavailableError,
     ExtensionUnloadedError,
 )
-from ._egress_proxy import EgressEvent, EgressProxy
+from ._egress_hosting import EgressProxies
 from ._extension_process import ExtensionProcess
 from ._zygote import Zygote, zygote_enabled
 from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime, tls_credentials
@@ -90,8 +90,7 @@ class ExtensionManager:
         """`zygote`: fork Python extensions from a pre-imported process (host._zygote; env HOOKWIRE_ZYGOTE=0 disables).
         `egress_resolver`: name -> address(es) for the extensions' egress proxies instead of DNS (tests)."""
         self._sandbox_mode: SandboxMode = sandbox
-        self._egress_resolver = egress_resolver
-        self._egress: dict[str, EgressProxy] = {}  # extension name -> its egress proxy (permissions.network)
+        self._egress = EgressProxies(self._trace, egress_resolver)  # per-extension proxies (permissions.network)
         self._zygote: Zygote | None = Zygote() if zygote and zygote_enabled() else None
         self._runtime_parent = runtime_dir
         self._runtime: Path | None = None
@@ -197,38 +196,6 @@ class ExtensionManager:
             env["HOOKWIRE_HOST_ADDRESS"] = bridge_target
         return env
 
-    async def _egress_socket(self, ext: ExtensionRuntime) -> Path | None:
-        """Start (once per load) the egress proxy of an extension with a network host list; its socket path."""
-        if not ext.manifest.permissions.network or self._sandbox_mode == "off":
-            return None
-        proxy = self._egress.get(ext.name)
-        if proxy is None:
-            limits = ext.manifest.limits
-            proxy = EgressProxy(
-                ext.name, list(ext.manifest.permissions.network), self._runtime_dir() / f"{ext.prefix[:24]}-egress.sock",
-                resolver=self._egress_resolver, max_connections=limits.egress_connections,
-                max_bytes=limits.egress_mb * 1024 * 1024, require_peer=True,
-                on_event=lambda event, call, name=ext.name: self._egress_event(name, event, call),
-            )
-            await proxy.start()
-            self._egress[ext.name] = proxy
-        proxy.bind_peer(None)  # (re)starting: only the new process's namespace will be served
-        return proxy.socket_path
-
-    def _egress_event(self, name: str, event: EgressEvent, call: CallContext | None) -> None:
-        """An egress connection ended (or was refused): into the turn's trace when a hook/tool call was running."""
-        if call is None:
-            return  # audited by the proxy; not attributable to a turn
-        verdict = "allowed" if event.allowed else "refused"
-        detail = f"{event.host}:{event.port} {verdict}, up {event.bytes_up} B, down {event.bytes_down} B"
-        self._trace("egress", name, "ok" if event.allowed else "denied", latency_ms=event.duration_ms,
-                    detail=f"{detail}: {event.reason}" if event.reason else detail, context=call)
-
-    def _egress_during(self, ext: ExtensionRuntime, context: CallContext | None) -> contextlib.AbstractContextManager[None]:
-        """Attribute the extension's egress connections opened during this hook/tool call to `context`."""
-        proxy = self._egress.get(ext.name) if self._egress else None
-        return proxy.during(context) if proxy is not None and context is not None else contextlib.nullcontext()
-
     def _plan(self, ext: ExtensionRuntime, command: list[str], env: dict[str, str], scratch: Path,
               egress_socket: Path | None = None) -> tuple[list[str], dict[str, str]]:
         """The launch argv/env through host._sandbox (when present)."""
@@ -306,14 +273,14 @@ class ExtensionManager:
             assert m.command is not None
             command = [sys.executable if c in ("python", "python3") and i == 0 else c for i, c in enumerate(m.command)]
             env = self._env(ext, sock, ext.scratch_dir, await self._bridge_target(ext))
-            argv, env = self._plan(ext, command, env, ext.scratch_dir, await self._egress_socket(ext))
+            egress = await self._egress.socket_for(m, ext.prefix, self._runtime_dir(), self._sandbox_mode)
+            argv, env = self._plan(ext, command, env, ext.scratch_dir, egress)
             proc = await ExtensionProcess.spawn(
                 name=ext.name, manifest_file=ext.manifest_file, argv=argv, env=env, cwd=m.working_dir(),
                 start_timeout_s=m.timeouts.start_ms / 1000, zygote=self._zygote,
             )
             ext.proc = proc
-            if (egress := self._egress.get(ext.name)) is not None:
-                egress.bind_peer(proc.pid)
+            self._egress.bound(ext.name, proc.pid)
             if ext.stopping or self._closed:  # unloaded or closed while it was starting
                 await proc.terminate(0)
                 raise ExtensionStartError(f"{where}: the manager was closed while it started", extension=ext.name,
@@ -509,8 +476,7 @@ class ExtensionManager:
             if self._bridge is not None:
                 with contextlib.suppress(Exception):
                     self._bridge.unregister_extension(ext.token)
-            if (egress := self._egress.pop(ext.name, None)) is not None:
-                await egress.close()
+            await self._egress.close(ext.name)
             ext.state = "stopped"
 
     async def unload(self, name: str) -> bool:
@@ -628,7 +594,7 @@ class ExtensionManager:
             if remaining < timeout:
                 timeout, bounded = remaining, " (bounded by the turn's remaining time)"
         try:
-            with self._egress_during(ext, context):
+            with self._egress.during(ext.name, context):
                 reply = await conn.call(frame, timeout)
         except TimeoutError:
             ms = (time.perf_counter() - t0) * 1000
@@ -886,7 +852,7 @@ class ExtensionManager:
         t0 = time.perf_counter()
         timeout = ext.manifest.timeouts.tool_ms / 1000
         try:
-            with self._egress_during(ext, context):
+            with self._egress.during(ext.name, context):
                 result = await conn.execute_tool(req, timeout, on_preliminary)
         except ExtensionToolError as exc:
             self._trace(f"tool:{tool}", ext.name, "error", latency_ms=(time.perf_counter() - t0) * 1000,

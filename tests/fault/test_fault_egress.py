@@ -280,7 +280,7 @@ async def test_sibling_cannot_use_another_extensions_proxy(tmp_path: Path, recor
         victim = egress_manifest(tmp_path, [f"api.test:{port}", f"127.0.0.1:{port}"])
         sibling = egress_manifest(tmp_path, ["other.test"], name="sibling")
         async with egress_host(tmp_path, victim, sibling) as agent:
-            path = str(agent.manager._egress["egress"].socket_path)  # noqa: SLF001 - the socket under attack
+            path = str(agent.manager._egress.get("egress").socket_path)  # noqa: SLF001 - the socket under attack
             sent = f'/tool sibling_unix_connect {json.dumps({"path": path, "target": f"api.test:{port}"})}'
             result = await agent.chat(sent)
     output = tool_output(result, "sibling_unix_connect")

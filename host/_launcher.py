@@ -468,6 +468,16 @@ def mount_root(fs: dict[str, Any], cwd: str) -> None:
     mode-0 file or directory: with no capability left, opening them fails with EACCES.
     """
     stage = fs["stage"]
+    # The umask is inherited from whoever spawned us (the host may hold a tight one for a moment): the root's
+    # directories must be traversable whatever it was.
+    saved_umask = os.umask(0o022)
+    try:
+        _build_root(fs, stage, cwd)
+    finally:
+        os.umask(saved_umask)
+
+
+def _build_root(fs: dict[str, Any], stage: str, cwd: str) -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
     root = stage

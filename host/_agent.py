@@ -247,6 +247,8 @@ class Agent:
             self._manager.protect_paths(self._private_paths())
             await self._manager.load_all(self._extension_specs)
         if self._manager is not None:
+            if not self._owns_manager and hasattr(self._manager, "protect_paths"):
+                self._manager.protect_paths(self._private_paths())  # for what it starts from now on
             self._manager.register_session(self.session_id, self)
             self._manager.add_trace_listener(self._on_trace)
         configured = await maybe_await(self.configure_session(self.session))

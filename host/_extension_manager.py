@@ -112,12 +112,16 @@ class ExtensionManager:
         await self.close()
 
     def protect_paths(self, paths: Sequence[str | Path]) -> None:
-        """Host-private paths (the store file, the workspace root) no extension may read, even inside its cwd.
+        """Add host-private paths (a store file, a workspace root) no extension may read, even inside its cwd.
 
-        Applies to extensions started from now on (host.Agent calls it before loading); the sandbox's private
-        root covers them (layer fs_read_confinement) -- for a store file, its -wal/-shm/-journal too.
+        Applies to extensions started (or restarted) from now on: host.Agent calls it before it loads its
+        extensions, or when it starts with a manager that already runs some. The sandbox's private root covers
+        them (layer fs_read_confinement) -- for a store file, its -wal/-shm/-journal too.
         """
-        self._private = [Path(p).resolve() for p in paths]
+        for p in paths:
+            resolved = Path(p).resolve()
+            if resolved not in self._private:
+                self._private.append(resolved)
 
     def _hidden_from(self, ext: ExtensionRuntime) -> list[Path]:
         """What `ext` must not see: the protected paths and every other extension's files and dirs."""

@@ -209,6 +209,23 @@ class Agent:
     async def start(self) -> None:
         if self._started:
             return
+        try:
+            await self._start()
+        except BaseException:
+            # A failed start closes what it started (manager, zygote, runtime dir, extensions, store).
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.close())
+            raise
+
+    def _private_paths(self) -> list[Path]:
+        """Host-private paths no extension may read, even inside its cwd tree: the store file, the workspace."""
+        paths = [self._workspace] if self._workspace is not None else []
+        store_path = getattr(self.store.raw, "path", None) if self.store is not None else None
+        if store_path and store_path != ":memory:" and not str(store_path).startswith("file:"):
+            paths.append(Path(store_path).resolve())
+        return paths
+
+    async def _start(self) -> None:
         from ._scripted_model import register_scripted_model
         from ._store import MessageStore
 
@@ -227,8 +244,11 @@ class Agent:
             self._manager = ExtensionManager(sandbox=self._sandbox)  # type: ignore[arg-type]
             self._owns_manager = True
             await self._manager.__aenter__()
+            self._manager.protect_paths(self._private_paths())
             await self._manager.load_all(self._extension_specs)
         if self._manager is not None:
+            if not self._owns_manager and hasattr(self._manager, "protect_paths"):
+                self._manager.protect_paths(self._private_paths())  # for what it starts from now on
             self._manager.register_session(self.session_id, self)
             self._manager.add_trace_listener(self._on_trace)
         configured = await maybe_await(self.configure_session(self.session))
@@ -250,7 +270,10 @@ class Agent:
             with contextlib.suppress(Exception):
                 self._manager.unregister_session(self.session_id)
             if self._owns_manager:
-                await self._manager.close()
+                try:
+                    await self._manager.close()
+                except Exception:  # close always finishes: the store below must still be closed
+                    logger.exception("closing the extension manager failed")
         if self.store is not None and self._owns_store:
             await self.store.raw.close()
         self._started = False

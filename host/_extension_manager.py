@@ -14,7 +14,6 @@ import importlib.util
 import json
 import logging
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -36,6 +35,7 @@ from ._extension_errors import (
 )
 from ._egress_hosting import EgressProxies
 from ._extension_process import ExtensionProcess
+from ._fs_cleanup import remove_tree_logged
 from ._zygote import Zygote, zygote_enabled
 from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime, tls_credentials
 from ._frame_bytes import context_field, observation_item
@@ -107,12 +107,48 @@ class ExtensionManager:
         self._bridge_lock = asyncio.Lock()
         self._sessions: dict[str, SessionServices] = {}
         self._closed = False
+        self._private: list[Path] = []  # host-private paths hidden from every extension (protect_paths)
 
     async def __aenter__(self) -> ExtensionManager:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    def protect_paths(self, paths: Sequence[str | Path]) -> None:
+        """Add host-private paths (a store file, a workspace root) no extension may read, even inside its cwd.
+
+        Applies to extensions started (or restarted) from now on: host.Agent calls it before it loads its
+        extensions, or when it starts with a manager that already runs some. The sandbox's private root covers
+        them (layer fs_read_confinement) -- for a store file, its -wal/-shm/-journal too.
+        """
+        for p in paths:
+            resolved = Path(p).resolve()
+            if resolved not in self._private:
+                self._private.append(resolved)
+
+    def _hidden_from(self, ext: ExtensionRuntime) -> list[Path]:
+        """What `ext` must not see: the protected paths and every other extension's files and dirs."""
+        hidden = list(self._private)
+        for other in self._exts.values():
+            if other is ext:
+                continue
+            if other.manifest.source:
+                hidden += [Path(other.manifest.source), Path(other.manifest.source).parent]
+            if other.scratch_dir is not None:
+                hidden.append(other.scratch_dir)
+            if other.socket_path is not None:
+                hidden.append(other.socket_path.parent)
+        return hidden
+
+    def _socket_dir(self, ext: ExtensionRuntime) -> Path:
+        """A fresh private (0700, unpredictable name) runtime subdir for this generation's socket."""
+        old = ext.socket_path.parent if ext.socket_path is not None else None
+        if old is not None and old != self._runtime_dir():
+            remove_tree_logged(old, f"the old socket dir of extension {ext.name!r}")
+        sub = Path(tempfile.mkdtemp(prefix="s", dir=self._runtime_dir()))
+        os.chmod(sub, 0o700)
+        return sub
 
     # -- runtime dir ---------------------------------------------------------------------------
 
@@ -178,6 +214,7 @@ class ExtensionManager:
         for ext in exts:
             if self._exts.get(ext.name) is ext:
                 del self._exts[ext.name]
+            await self._remove_dirs(ext)
         self._changed()
 
     def _env(self, ext: ExtensionRuntime, socket_path: Path, scratch: Path, bridge_target: str | None) -> dict[str, str]:
@@ -197,6 +234,7 @@ class ExtensionManager:
         return env
 
     def _plan(self, ext: ExtensionRuntime, command: list[str], env: dict[str, str], scratch: Path,
+              socket_dir: Path | None = None, bridge_socket: Path | None = None,
               egress_socket: Path | None = None) -> tuple[list[str], dict[str, str]]:
         """The launch argv/env through host._sandbox (when present)."""
         if importlib.util.find_spec("host._sandbox") is None:
@@ -206,7 +244,8 @@ class ExtensionManager:
         try:
             plan = _sandbox.plan_launch(
                 ext.manifest, command=command, env=env, scratch_dir=scratch, runtime_dir=self._runtime_dir(),
-                mode=self._sandbox_mode,
+                mode=self._sandbox_mode, socket_dir=socket_dir, cwd=ext.manifest.working_dir(),
+                private_paths=self._hidden_from(ext), sockets=[bridge_socket] if bridge_socket else [],
                 egress=_sandbox.EgressSpec(port=_sandbox.EGRESS_PORT, socket=str(egress_socket)) if egress_socket else None,
             )
         except _sandbox.SandboxUnavailable as exc:
@@ -259,7 +298,7 @@ class ExtensionManager:
                 scratch_root = runtime / "scratch"
                 scratch_root.mkdir(mode=0o700, exist_ok=True)
                 ext.scratch_dir = Path(tempfile.mkdtemp(prefix=f"{ext.prefix[:24]}-", dir=scratch_root))
-            sock = runtime / f"{ext.prefix[:24]}-{ext.generation}.sock"
+            sock = self._socket_dir(ext) / f"{ext.prefix[:24]}-{ext.generation}.sock"
             if len(str(sock)) >= _MAX_SOCKET_PATH:
                 raise ExtensionStartError(
                     f"{where}: socket path {sock} is too long for AF_UNIX (use a shorter runtime_dir)",
@@ -272,9 +311,11 @@ class ExtensionManager:
             ext.socket_path = sock
             assert m.command is not None
             command = [sys.executable if c in ("python", "python3") and i == 0 else c for i, c in enumerate(m.command)]
-            env = self._env(ext, sock, ext.scratch_dir, await self._bridge_target(ext))
+            bridge_target = await self._bridge_target(ext)
+            env = self._env(ext, sock, ext.scratch_dir, bridge_target)
             egress = await self._egress.socket_for(m, ext.prefix, self._runtime_dir(), self._sandbox_mode)
-            argv, env = self._plan(ext, command, env, ext.scratch_dir, egress)
+            argv, env = self._plan(ext, command, env, ext.scratch_dir, sock.parent,
+                                   Path(bridge_target.removeprefix("unix:")) if bridge_target else None, egress)
             proc = await ExtensionProcess.spawn(
                 name=ext.name, manifest_file=ext.manifest_file, argv=argv, env=env, cwd=m.working_dir(),
                 start_timeout_s=m.timeouts.start_ms / 1000, zygote=self._zygote,
@@ -487,10 +528,16 @@ class ExtensionManager:
         self._unloaded.add(ext.prefix)
         self._changed()
         await asyncio.shield(self._stop(ext))
-        if ext.scratch_dir is not None:
-            shutil.rmtree(ext.scratch_dir, ignore_errors=True)
+        await asyncio.shield(self._remove_dirs(ext))
         log.info("unloaded extension %r", name)
         return True
+
+    async def _remove_dirs(self, ext: ExtensionRuntime) -> None:
+        """Delete an extension's scratch and socket dirs, off the event loop; logs a failure, never raises."""
+        dirs = [d for d in (ext.scratch_dir, ext.socket_path.parent if ext.socket_path else None)
+                if d is not None and d != self._runtime]
+        for d in dirs:
+            await asyncio.to_thread(remove_tree_logged, d, f"a directory of extension {ext.name!r}")
 
     async def close(self) -> None:
         """Stop every extension (Shutdown, SIGTERM, SIGKILL of its process group) and the HostBridge.
@@ -520,8 +567,9 @@ class ExtensionManager:
                     await self._bridge.stop()
                 self._bridge = None
             if self._runtime is not None:
-                shutil.rmtree(self._runtime, ignore_errors=True)
-                self._runtime = None
+                runtime, self._runtime = self._runtime, None
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(remove_tree_logged, runtime, "the runtime dir")
 
     # -- introspection -------------------------------------------------------------------------
 

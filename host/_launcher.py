@@ -253,6 +253,42 @@ def cgroup_base(controller: str) -> tuple[str | None, str]:
     return None, f"no writable {controller} cgroup (v1 {controller} hierarchy or v2 with {controller} delegated)"
 
 
+_created_cgroups: list[tuple[int, str, int]] = []  # (fd of hookwire/, group name, fd of the cgroup we left)
+
+
+def _remember_cgroup(group: str, base: str) -> None:
+    """Keep fds to find the cgroup again: init's pivot_root also changes the waiter's root (same mount ns)."""
+    try:
+        root_fd = os.open(os.path.dirname(group), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        base_fd = os.open(base, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    _created_cgroups.append((root_fd, os.path.basename(group), base_fd))
+
+
+def _forget_cgroups() -> None:
+    """In init and the extension: the fds are the waiter's."""
+    for root_fd, _, base_fd in _created_cgroups:
+        os.close(root_fd)
+        os.close(base_fd)
+    _created_cgroups.clear()
+
+
+def _leave_cgroups() -> None:
+    """The waiter, once the sandbox is gone: move back out of its cgroups and remove them (best effort;
+    a later launch reaps what is left)."""
+    for root_fd, name, base_fd in reversed(_created_cgroups):
+        try:
+            fd = os.open("cgroup.procs", os.O_WRONLY | os.O_CLOEXEC, dir_fd=base_fd)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+            finally:
+                os.close(fd)
+            os.rmdir(name, dir_fd=root_fd)
+        except OSError:
+            pass
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -279,6 +315,7 @@ def apply_pids_cgroup(base: str, name: str, maximum: int) -> None:
         os.makedirs(group, exist_ok=True)
         _write_file(os.path.join(group, "pids.max"), str(maximum))
         _write_file(os.path.join(group, "cgroup.procs"), str(os.getpid()))
+        _remember_cgroup(group, base)
     except OSError as exc:
         raise SandboxError("process_limit", f"pids cgroup under {base}: {exc}") from None
 
@@ -307,6 +344,7 @@ def apply_memory_cgroup(base: str, name: str, limit: int) -> None:
             if os.path.exists(memsw):
                 _write_file(memsw, str(limit))
         _write_file(os.path.join(group, "cgroup.procs"), str(os.getpid()))
+        _remember_cgroup(group, base)
     except OSError as exc:
         raise SandboxError("memory_cgroup", f"memory cgroup under {base}: {exc}") from None
 
@@ -430,6 +468,16 @@ def mount_root(fs: dict[str, Any], cwd: str) -> None:
     mode-0 file or directory: with no capability left, opening them fails with EACCES.
     """
     stage = fs["stage"]
+    # The umask is inherited from whoever spawned us (the host may hold a tight one for a moment): the root's
+    # directories must be traversable whatever it was.
+    saved_umask = os.umask(0o022)
+    try:
+        _build_root(fs, stage, cwd)
+    finally:
+        os.umask(saved_umask)
+
+
+def _build_root(fs: dict[str, Any], stage: str, cwd: str) -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
     root = stage
@@ -536,6 +584,7 @@ def _waiter(init_pid: int, status_r: int) -> None:
         pass
     if reported.strip().isdigit():
         status = int(reported.strip())
+    _leave_cgroups()
     _exit_like(status)
 
 
@@ -624,6 +673,7 @@ def contain(spec: dict[str, Any], parent_pid: int | None) -> None:
     # init
     os.close(status_r)
     os.close(life_w)
+    _forget_cgroups()
     try:
         _die_with_parent(None)
         if select.select([life_r], [], [], 0)[0]:  # the waiter died before our prctl: nobody to serve

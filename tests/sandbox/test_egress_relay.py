@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -103,3 +104,30 @@ def test_tcp_to_any_other_address_fails_with_egress(dirs: Dirs, echo_socket: Pat
         assert done.stdout.split() == ["failed", "failed", "failed"], done.stderr
     finally:
         outside.close()
+
+
+async def test_zygote_forked_extension_reaches_the_host_unix_socket(dirs: Dirs, echo_socket: Path) -> None:
+    """The zygote path applies the same relay: a forked Python child gets the host socket's answer on the port."""
+    require("pid_namespace", "net_namespace")
+    from host._zygote import Zygote, zygote_launch
+
+    path = dirs.base / "script.py"
+    path.write_text(f"import socket\ns = socket.create_connection(('127.0.0.1', {PORT}), timeout=10)\n"
+                    "s.sendall(b'ping'); s.shutdown(socket.SHUT_WR)\nprint(s.recv(100).decode())\n")
+    env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "TZ") if k in os.environ}
+    plan = plan_launch(
+        parse_manifest({"name": "egress-ext", "command": ["python", "script.py"]}),
+        command=[sys.executable, str(path)], env=env, scratch_dir=dirs.scratch, runtime_dir=dirs.runtime,
+        cwd=dirs.base, mode="auto", egress=EgressSpec(port=PORT, socket=str(echo_socket)),
+    )
+    launch = zygote_launch(plan.argv, plan.env)
+    assert launch is not None
+    zygote = Zygote()
+    try:
+        proc = await zygote.spawn(launch, name="egress-ext", env=plan.env, cwd=dirs.base)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()
+        out = await asyncio.wait_for(proc.stdout.read(), 30)
+        assert (await asyncio.wait_for(proc.wait(), 30), out) == (0, b"echo:ping\n")
+    finally:
+        await zygote.close()

@@ -762,7 +762,7 @@ class Agent:
             ext = self._turn_provenance.pop(path, "")
             denial = TurnConfigDenial(extension=ext, field=path, reason=reason)
             self._turn_denied.append(denial)
-            logger.warning("extension %r beforeTurn: %s denied: %s", ext, path, reason)
+            logger.warning("extension %r beforeTurn: field %s: denied: %s", ext, path, reason)
             if self._turn_trace is not None:
                 self._turn_trace.append(TraceEvent(hook="beforeTurn", extension=ext, outcome="denied",
                                                    detail=f"{path}: {reason}", request_id=self._turn_rid))

@@ -660,7 +660,7 @@ class ExtensionManager:
             self._trace("beforeTurn", ext.name, "error" if problems_text else "ok", latency_ms=ms,
                         detail="; ".join(t for t in (set_text, problems_text) if t), context=context)
             for d in refused:
-                log.warning("extension %r beforeTurn: %s denied: %s", ext.name, d.field, d.reason)
+                log.warning("extension %r beforeTurn: field %s: denied: %s", ext.name, d.field, d.reason)
                 self._trace("beforeTurn", ext.name, "denied", detail=_bounded(f"{d.field}: {d.reason}"),
                             context=context)
             denied.extend(refused)

@@ -123,7 +123,7 @@ async def test_invalid_fields_are_rejected_and_valid_ones_applied(
     assert "hooks-invalid" in text
     assert [(d.field, d.reason) for d in merged.denied] == [
         ("model", "never settable by an extension (the host owns model, tools and stopWhen)")]
-    assert "'hooks-invalid' beforeTurn: model denied: never settable by an extension" in text
+    assert "'hooks-invalid' beforeTurn: field model: denied: never settable by an extension" in text
 
 
 async def test_before_tool_call_without_deciders_is_an_observation(manager: ExtensionManager, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -88,15 +89,14 @@ class _Problem(Protocol):
     reason: str
 
 
-class ScreenedReply(BaseModel):
+@dataclass(frozen=True, slots=True)
+class ScreenedReply:
     """What is left of one extension's reply after the policy: the values to merge, what was denied, and the
-    remaining (non-policy) validation problems."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    remaining (non-policy) validation problems. (A dataclass: built once per extension per turn, kept cheap.)"""
 
     values: dict[str, Any]
-    denied: list[TurnConfigDenial] = Field(default_factory=list)
-    problems: list[Any] = Field(default_factory=list)
+    denied: list[TurnConfigDenial]
+    problems: list[Any]
 
 
 def screen_reply(extension: str, values: Mapping[str, Any], problems: Sequence[_Problem], grant: Iterable[str],
@@ -107,7 +107,7 @@ def screen_reply(extension: str, values: Mapping[str, Any], problems: Sequence[_
     a never-grantable field become denials); `grant`: the manifest's `permissions.turnConfig`; `provider`: the
     turn's litellm provider (`provider_of(model)`), used to place a flat providerOptions.
     """
-    granted = set(grant)
+    granted = grant if isinstance(grant, (frozenset, set)) else frozenset(grant)
     denied: list[TurnConfigDenial] = []
     kept_problems: list[Any] = []
     for p in problems:
@@ -135,7 +135,7 @@ def screen_reply(extension: str, values: Mapping[str, Any], problems: Sequence[_
                       for path, why in refused)
         if kept:
             out[key] = kept
-    return ScreenedReply.model_construct(values=out, denied=denied, problems=kept_problems)  # no copy per turn
+    return ScreenedReply(values=out, denied=denied, problems=kept_problems)
 
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")

@@ -46,6 +46,12 @@ from ._extension_errors import (  # noqa: E402
 )
 from ._extension_manager import ExtensionInfo, ExtensionManager, ExtensionTool  # noqa: E402
 from ._store import MessageStore, StoreError, StoreVersionError  # noqa: E402
+from ._turn_config_policy import (  # noqa: E402
+    GRANTABLE_FIELDS as TURN_CONFIG_GRANTABLE_FIELDS,
+    PROVIDER_OPTION_ALLOWLIST,
+    SCALAR_FIELDS as TURN_CONFIG_SCALAR_FIELDS,
+    TurnConfigDenial,
+)
 
 from ._agent import Agent  # noqa: E402
 from ._chat_errors import ChatStreamStallError, NestedTurnError, default_context_overflow_classifier  # noqa: E402

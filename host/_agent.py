@@ -38,6 +38,7 @@ from ._snapshots import (
     TurnSnapshot,
 )
 from ._tools import Tool, as_tool
+from ._turn_config_policy import MAP_FIELDS, TurnConfigDenial, apply_extension_options, provider_of
 from ._turn_loop import TurnLoop, TurnPlan
 from ._turn_types import (
     ChatErrorClassification,
@@ -112,6 +113,11 @@ class Agent:
     model: str = "hookwire/scripted"
     max_steps: int = 10
     chat_stream_stall_timeout_ms: int = 120_000
+    # The host app's own model endpoint, credentials and extra litellm keyword arguments (e.g. extra_headers,
+    # api_version, organization). They always win over anything an extension returns (issue 10 item 1).
+    api_base: str | None = None
+    api_key: str | None = None
+    model_options: dict[str, Any] | None = None
 
     def __init__(
         self,
@@ -123,6 +129,9 @@ class Agent:
         workspace: str | Path | None = None,
         sandbox: str = "auto",
         model: str | None = None,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        model_options: dict[str, Any] | None = None,
     ) -> None:
         self.session_id = session_id
         self._store_spec = store
@@ -133,6 +142,12 @@ class Agent:
         self._sandbox = sandbox
         if model is not None:
             self.model = model
+        if api_base is not None:
+            self.api_base = api_base
+        if api_key is not None:
+            self.api_key = api_key
+        if model_options is not None:
+            self.model_options = dict(model_options)
         self.store: Any = None
         self._owns_store = False
         self.session: Session = Session()
@@ -144,6 +159,7 @@ class Agent:
         self._turn_rid = ""
         self._turn_cc: CallContext | None = None  # the turn's CallContext, one object per turn (see _cc)
         self._turn_provenance: dict[str, str] = {}
+        self._turn_denied: list[TurnConfigDenial] = []
         self._turn_deadline: float | None = None  # loop time the turn's timeout (totalMs) ends; bounds extension hooks
         self._chunk_subscribed = False
         self._started = False
@@ -438,7 +454,7 @@ class Agent:
             async with self._lock:
                 token = _active_turn.set(self)
                 self._turn_trace, self._turn_rid = [], req.request_id
-                self._turn_provenance = {}
+                self._turn_provenance, self._turn_denied = {}, []
                 try:
                     try:
                         result = await self._execute(req)
@@ -455,6 +471,7 @@ class Agent:
                         {e.extension for e in result.trace if e.outcome in _TRACE_FAILURES}
                     )
                     result.provenance = dict(self._turn_provenance)
+                    result.denied = list(self._turn_denied)
                 finally:
                     self._turn_trace, self._turn_rid = None, ""
                     _active_turn.reset(token)
@@ -672,18 +689,23 @@ class Agent:
             self._turn_deadline = _deadline(cfg.timeout, started)
             merged = await self._manager.before_turn(snapshot, self._cc(), deadline=self._turn_deadline)
             self._turn_provenance = dict(merged.provenance) if merged is not None else {}
+            self._turn_denied = list(merged.denied) if merged is not None else []
             patch = merged.patch.set_fields() if merged is not None else {}
+            # headers/providerOptions of extensions stay apart from the host's: _plan adds them, host winning
+            ext_maps = {key: patch.pop(key) for key in MAP_FIELDS if key in patch}
             for key, value in patch.items():
-                if key in ("headers", "provider_options"):
-                    setattr(cfg, key, {**(getattr(cfg, key) or {}), **value})
-                else:
-                    setattr(cfg, key, value)
+                setattr(cfg, key, value)
             self._chunk_subscribed = bool(self._manager.subscribers("onChunk"))
             self._turn_deadline = _deadline(cfg.timeout, started)
+            return self._plan(ctx, cfg, tools, ext_maps)
         return self._plan(ctx, cfg, tools)
 
-    def _plan(self, ctx: TurnContext, cfg: TurnConfig, tools: dict[str, Tool]) -> TurnPlan:
-        settings: dict[str, Any] = {}
+    def _plan(self, ctx: TurnContext, cfg: TurnConfig, tools: dict[str, Tool],
+              ext_maps: dict[str, Any] | None = None) -> TurnPlan:
+        # the host's own litellm kwargs first; TurnConfig fields (host's before_turn, then granted extension
+        # scalars) override them; endpoint and credentials of the Agent last; extensions' maps only add to it all
+        settings: dict[str, Any] = dict(self.model_options or {})
+        host_headers = {**(settings.get("extra_headers") or {}), **(cfg.headers or {})}
         direct = {
             "temperature": cfg.temperature,
             "top_p": cfg.top_p,
@@ -694,7 +716,7 @@ class Agent:
             "max_tokens": cfg.max_output_tokens,
             "stop": cfg.stop_sequences,
             "num_retries": cfg.max_retries,
-            "extra_headers": cfg.headers or None,
+            "extra_headers": host_headers or None,
         }
         settings.update({k: v for k, v in direct.items() if v is not None})
         chunk_ms: float | None = None
@@ -705,8 +727,8 @@ class Agent:
                 settings["timeout"] = float(total) / 1000.0
         elif cfg.timeout is not None:
             settings["timeout"] = float(cfg.timeout) / 1000.0
-        if cfg.provider_options:
-            model = cfg.model or ctx.model
+        model = cfg.model or ctx.model
+        if cfg.provider_options:  # the host app's own before_turn: trusted, taken as given
             provider = model.split("/", 1)[0] if "/" in model else ""
             scoped = cfg.provider_options.get(provider)
             settings.update(scoped if isinstance(scoped, dict) else cfg.provider_options)
@@ -717,6 +739,12 @@ class Agent:
                 }
             else:
                 settings["response_format"] = cfg.output
+        if self.api_base is not None:
+            settings["api_base"] = self.api_base
+        if self.api_key is not None:
+            settings["api_key"] = self.api_key
+        if ext_maps:
+            settings = self._add_extension_options(settings, ext_maps, provider_of(model))
         stall_ms: float | None
         if cfg.chat_stream_stall_timeout_ms is not None:
             stall_ms = cfg.chat_stream_stall_timeout_ms
@@ -746,6 +774,22 @@ class Agent:
             stall_timeout_s=(stall_ms / 1000.0) if stall_ms else None,
             transforms=transforms,
         )
+
+    def _add_extension_options(self, settings: dict[str, Any], ext_maps: dict[str, Any],
+                               provider: str) -> dict[str, Any]:
+        """The extensions' screened headers/providerOptions added to the host's settings; a key the host set wins,
+        and the extension's value is reported denied (log, trace, result) instead of credited in the provenance."""
+        settings, refused = apply_extension_options(settings, ext_maps.get("headers"), ext_maps.get("provider_options"),
+                                                    provider)
+        for path, reason in refused:
+            ext = self._turn_provenance.pop(path, "")
+            denial = TurnConfigDenial(extension=ext, field=path, reason=reason)
+            self._turn_denied.append(denial)
+            logger.warning("extension %r beforeTurn: field %s: denied: %s", ext, path, reason)
+            if self._turn_trace is not None:
+                self._turn_trace.append(TraceEvent(hook="beforeTurn", extension=ext, outcome="denied",
+                                                   detail=f"{path}: {reason}", request_id=self._turn_rid))
+        return settings
 
     # ================================================================================= submissions, follow-ups
 

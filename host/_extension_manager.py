@@ -54,6 +54,7 @@ from ._snapshots import (
     TurnPatch,
     TurnSnapshot,
 )
+from ._turn_config_policy import MAP_FIELDS, TurnConfigDenial, merge_options, provider_of, screen_reply
 from ._wire_convert import (
     MAX_JSON_CHARS,
     camel,
@@ -666,6 +667,7 @@ class ExtensionManager:
         """
         merged: dict[str, Any] = {}
         provenance: dict[str, str] = {}
+        denied: list[TurnConfigDenial] = []
         system = snapshot.system
         tool_names = list(snapshot.tool_names)
         ctx = context_to_proto(context)
@@ -686,17 +688,25 @@ class ExtensionManager:
                 continue
             problems_text = ""
             values: dict[str, Any] = {}
+            refused: list[TurnConfigDenial] = []
             if resp.HasField("config"):
                 values, problems = patch_from_proto(resp.config)
+                # the trust boundary: only granted fields, only allowlisted request options (issue 10 item 1)
+                screened = screen_reply(ext.name, values, problems, ext.manifest.permissions.turn_config,
+                                        provider_of(snapshot.model_id))
+                values, problems, refused = screened.values, screened.problems, screened.denied
                 for p in problems:
                     log.warning("extension %r beforeTurn: invalid field %s: %s (ignored)", ext.name, p.field, p.reason)
                 problems_text = "; ".join(f"invalid {p.field}: {p.reason}" for p in problems)
                 for key, value in values.items():
-                    if key in ("headers", "provider_options"):
-                        label = camel(key)
-                        merged.setdefault(key, {}).update(value)
-                        for sub in value:
-                            provenance[f"{label}.{sub}"] = ext.name
+                    if key in MAP_FIELDS:
+                        res = merge_options(merged.get(key), value, incoming_wins=True,
+                                            nested=key == "provider_options", case_insensitive=key == "headers")
+                        merged[key] = res.merged
+                        for path in res.replaced:
+                            provenance.pop(f"{camel(key)}.{path}", None)
+                        for path in res.applied:
+                            provenance[f"{camel(key)}.{path}"] = ext.name
                     else:
                         merged[key] = value
                         provenance[camel(key)] = ext.name
@@ -707,7 +717,12 @@ class ExtensionManager:
             set_text = "set " + ", ".join(camel(k) for k in values) if values else ""
             self._trace("beforeTurn", ext.name, "error" if problems_text else "ok", latency_ms=ms,
                         detail="; ".join(t for t in (set_text, problems_text) if t), context=context)
-        return MergedTurnPatch(patch=TurnPatch.model_construct(**merged), provenance=provenance)
+            for d in refused:
+                log.warning("extension %r beforeTurn: field %s: denied: %s", ext.name, d.field, d.reason)
+                self._trace("beforeTurn", ext.name, "denied", detail=_bounded(f"{d.field}: {d.reason}"),
+                            context=context)
+            denied.extend(refused)
+        return MergedTurnPatch(patch=TurnPatch.model_construct(**merged), provenance=provenance, denied=denied)
 
     def _hook_failed(self, ext: ExtensionRuntime, hook: str, outcome: str, detail: str, ms: float,
                      context: CallContext | None) -> None:

@@ -11,6 +11,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from ._turn_config_policy import GRANTABLE_FIELDS, SCALAR_FIELDS, check_grant_names
+
 HookName = Literal["beforeTurn", "beforeToolCall", "afterToolCall", "onStepFinish", "onChunk"]
 HOOK_NAMES: tuple[str, ...] = ("beforeTurn", "beforeToolCall", "afterToolCall", "onStepFinish", "onChunk")
 
@@ -56,6 +58,13 @@ class Permissions(_Model):
         "an IP literal ('203.0.113.7', '[2001:db8::1]:8443'); default port 443; empty: no network at all",
     )
 
+    turn_config: list[str] = Field(
+        default_factory=lambda: list(SCALAR_FIELDS),
+        description="TurnConfig fields beforeTurn may set (default: the scalars). messages, headers and "
+        "providerOptions only when listed; model, tools and stopWhen never.",
+        json_schema_extra={"items": {"type": "string", "enum": list(GRANTABLE_FIELDS)}, "default": list(SCALAR_FIELDS)},
+    )
+
     @field_validator("network")
     @classmethod
     def _network_entries(cls, value: list[str]) -> list[str]:
@@ -67,6 +76,11 @@ class Permissions(_Model):
             except EgressEntryError as exc:
                 raise ValueError(f"entry {i}: {exc}") from None
         return value
+
+    @field_validator("turn_config")
+    @classmethod
+    def _turn_config_names(cls, value: list[str]) -> list[str]:
+        return check_grant_names(value)
 
     def grants_bridge(self) -> bool:
         """True when the extension may call anything on the HostBridge (its handlers then get a client)."""

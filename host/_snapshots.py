@@ -15,6 +15,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ._turn_config_policy import TurnConfigDenial
+
 
 class _Wire(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
@@ -111,11 +113,13 @@ class MergedTurnPatch(_Wire):
     """The beforeTurn merge across extensions: the patch and which extension set which field.
 
     provenance maps a camelCase field name to the extension that set its final value; for `headers`
-    and `providerOptions` (shallow-merged) it maps `headers.<key>` to the extension that set that key.
+    and `providerOptions` (merged key by key) it maps `headers.<key>` / `providerOptions.<provider>.<option>`
+    to the extension that set that key. `denied`: what the trust boundary refused (host/_turn_config_policy.py).
     """
 
     patch: TurnPatch = Field(default_factory=TurnPatch)
     provenance: dict[str, str] = Field(default_factory=dict)
+    denied: list[TurnConfigDenial] = Field(default_factory=list)
 
 
 class ExtensionDecision(_Wire):

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from ._snapshots import TraceEvent, UsageSnapshot
+from ._turn_config_policy import TurnConfigDenial
 
 ChatErrorClassification = Literal["context_overflow", "rate_limit", "transient", "fatal", "unknown"]
 ChatErrorStage = Literal["parse", "persist", "turn", "stream", "recovery", "transcript"]
@@ -214,6 +215,8 @@ class ChatResponseResult(_Ctx):
     failed_open: list[str] = Field(default_factory=list)  # extensions whose hook failed and was skipped
     # which extension set which TurnConfig field in beforeTurn (camelCase; "headers.<key>" for merged maps)
     provenance: dict[str, str] = Field(default_factory=dict)
+    # what extensions returned from beforeTurn that the host refused: {extension, hook, field, reason} each
+    denied: list[TurnConfigDenial] = Field(default_factory=list)
 
 
 class ChatErrorContext(_Ctx):

@@ -176,6 +176,9 @@ def _print_result(result: Any, show_trace: bool) -> None:
     failed_open = getattr(result, "failed_open", None)
     if failed_open:
         print(f"[went on although these extensions failed open: {', '.join(failed_open)}]")
+    denied = getattr(result, "denied", None)
+    if denied:  # the beforeTurn trust boundary (permissions.turnConfig, request-option policy): see the trace
+        print(f"[refused from extensions' beforeTurn: {', '.join(f'{d.extension}: {d.field}' for d in denied)}]")
     if show_trace:
         print(format_trace(result.trace, result.provenance))
 

@@ -35,20 +35,37 @@ async def test_before_turn_returning_max_steps_42(manager: ExtensionManager, too
     assert merged.provenance == {"maxSteps": "test-tools"}
 
 
+GRANT_MAPS = {"turnConfig": ["system", "maxSteps", "temperature", "activeTools", "headers", "providerOptions"]}
+
+
 async def test_merge_last_wins_headers_merged_with_provenance(manager: ExtensionManager, tmp_path: Path) -> None:
-    await manager.load(hooks_manifest(tmp_path, "merge_a"))
-    await manager.load(hooks_manifest(tmp_path, "merge_b"))
+    """Scalars: last wins; headers merge case-insensitively, providerOptions option by option per provider."""
+    await manager.load(hooks_manifest(tmp_path, "merge_a", permissions=GRANT_MAPS))
+    await manager.load(hooks_manifest(tmp_path, "merge_b", permissions=GRANT_MAPS))
     merged = await manager.before_turn(TURN)
     patch = merged.patch
     assert patch.max_steps == 7
     assert patch.temperature == 0.5
     assert patch.headers == {"x-a": "1", "x-b": "2", "x-shared": "from-b"}
-    assert patch.provider_options == {"p": 1, "q": 2}
-    assert merged.provenance["maxSteps"] == "hooks-merge_b"
-    assert merged.provenance["temperature"] == "hooks-merge_a"
-    assert merged.provenance["headers.x-a"] == "hooks-merge_a"
-    assert merged.provenance["headers.x-shared"] == "hooks-merge_b"
-    assert merged.provenance["providerOptions.p"] == "hooks-merge_a"
+    assert patch.provider_options == {"openai": {"reasoning_effort": "high", "logprobs": True},
+                                      "anthropic": {"thinking": {"type": "enabled"}}}
+    assert merged.provenance == {
+        "system": "hooks-merge_b", "maxSteps": "hooks-merge_b", "temperature": "hooks-merge_a",
+        "activeTools": "hooks-merge_b", "headers.x-a": "hooks-merge_a", "headers.x-b": "hooks-merge_b",
+        "headers.x-shared": "hooks-merge_b", "providerOptions.openai.reasoning_effort": "hooks-merge_b",
+        "providerOptions.openai.logprobs": "hooks-merge_a", "providerOptions.anthropic.thinking": "hooks-merge_b",
+    }
+    assert merged.denied == []
+
+
+async def test_headers_and_provider_options_denied_without_a_grant(manager: ExtensionManager, tmp_path: Path) -> None:
+    """The default grant (scalars) refuses headers and providerOptions field by field; the scalars apply."""
+    await manager.load(hooks_manifest(tmp_path, "merge_a"))
+    merged = await manager.before_turn(TURN)
+    assert merged.patch.set_fields() == {"system": "A:base", "max_steps": 3, "temperature": 0.5}
+    assert sorted((d.extension, d.hook, d.field) for d in merged.denied) == [
+        ("hooks-merge_a", "beforeTurn", "headers"), ("hooks-merge_a", "beforeTurn", "providerOptions")]
+    assert {d.reason for d in merged.denied} == {"not granted by the manifest's permissions.turnConfig"}
 
 
 async def test_second_extension_sees_the_first_ones_system(manager: ExtensionManager, tmp_path: Path) -> None:
@@ -101,9 +118,12 @@ async def test_invalid_fields_are_rejected_and_valid_ones_applied(
         merged = await manager.before_turn(TURN)
     assert merged.patch.set_fields() == {"top_p": 0.5}
     text = "\n".join(r.getMessage() for r in caplog.records)
-    for field in ("maxSteps", "temperature", "model", "bogus"):
+    for field in ("maxSteps", "temperature", "bogus"):
         assert f"invalid field {field}" in text
     assert "hooks-invalid" in text
+    assert [(d.field, d.reason) for d in merged.denied] == [
+        ("model", "never settable by an extension (the host owns model, tools and stopWhen)")]
+    assert "'hooks-invalid' beforeTurn: field model: denied: never settable by an extension" in text
 
 
 async def test_before_tool_call_without_deciders_is_an_observation(manager: ExtensionManager, tmp_path: Path) -> None:

@@ -16,6 +16,11 @@ REASON` on stderr and exits 125 — it never runs the command with less confinem
   2. user_namespace  unshare(CLONE_NEWUSER) mapping the current uid/gid onto themselves: the extension keeps
      net_namespace   its uid but loses every capability in the host's namespaces; with CLONE_NEWNET it gets
                      a network namespace with only a down loopback (Unix sockets on the filesystem still work)
+     memory_cgroup   a memory cgroup (v1 limit + memsw, or v2 memory.max + swap.max 0) for the whole tree
+     pid_namespace   with pid_namespace (or egress): `contain` -- unshare(user | pid | mount [| net]), fork
+     fs_read_...     a waiter (the pid the host sees) and an init (pid 1: private root via pivot_root, fresh
+     egress          /proc, loopback + egress relay), which forks the extension; it drops every capability.
+                     PR_SET_PDEATHSIG ties the tree to the host (or zygote). See the section comment below.
   3. rlimits         RLIMIT_AS, RLIMIT_CPU (soft; hard = soft + 1 s -> SIGXCPU, then SIGKILL), RLIMIT_NOFILE
   4. no_new_privs    prctl(PR_SET_NO_NEW_PRIVS): setuid binaries and file capabilities grant nothing
   5. landlock_fs     Landlock: every write-type access is denied except beneath the listed writable

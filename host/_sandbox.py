@@ -159,7 +159,8 @@ def sandbox_capabilities() -> dict[str, Any]:
 
     Returns {"kernel", "machine", "euid", "launcher", "layers": {layer: {"available": bool, "detail": str}}}
     with the plan-level layers (rlimits, process_limit, user_namespace, net_namespace, network-allowlist,
-    no_new_privs, landlock_fs, landlock_scope); process_limit's detail names its mechanism.
+    no_new_privs, landlock_fs, landlock_scope, pid_namespace, fs_read_confinement, memory_cgroup,
+    scratch_quota); process_limit's detail names its mechanism.
     """
     probed = _probe()
     raw: dict[str, dict[str, Any]] = probed["layers"]

@@ -43,11 +43,11 @@ def _under(path: str, root: str) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _python_paths() -> tuple[str, ...]:
-    """The interpreter's prefixes, its sys.path directories and the source dirs of editable installs."""
+    """The interpreter's prefixes and the SDK's source dir (an editable install lives outside the prefixes).
+
+    Not the host's other sys.path entries: the host app's own directory may hold its .env or its store.
+    """
     paths = {_real(sys.base_prefix), _real(sys.prefix), _real(sys.executable)}
-    for entry in sys.path:
-        if entry and os.path.isdir(entry):
-            paths.add(_real(entry))
     for name in ("extension_sdk",):
         spec = importlib.util.find_spec(name)
         for loc in (spec.submodule_search_locations or []) if spec is not None else []:

@@ -31,6 +31,7 @@ ETC_ENTRIES = (
     "locale.conf", "default/locale",
 )
 SIDECARS = ("-wal", "-shm", "-journal")
+_MAX_COPY = 256 * 1024
 
 
 def _real(path: str | Path) -> str:
@@ -99,12 +100,18 @@ def fs_view(
             symlinks[d] = os.readlink(d)
         elif os.path.isdir(d):
             ro.append(d)
+    copies: list[str] = []  # small regular /etc files: copied into the root (cheaper than a bind mount each)
     for entry in ETC_ENTRIES:
         path = "/etc/" + entry
-        if os.path.lexists(path):
-            ro.append(_real(path) if os.path.islink(path) else path)
-            if os.path.islink(path):
-                symlinks[path] = _real(path)
+        if not os.path.lexists(path):
+            continue
+        if os.path.islink(path):
+            symlinks[path] = _real(path)
+            path = _real(path)
+        if os.path.isfile(path) and path.startswith("/etc/") and os.path.getsize(path) <= _MAX_COPY:
+            copies.append(path)
+        else:
+            ro.append(path)
     shown = [_real(cwd)] + ([_real(extension_dir)] if extension_dir is not None else [])
     script = _script_dir(command, cwd)
     if script is not None:
@@ -130,6 +137,7 @@ def fs_view(
                 deny.append(c)
     return {
         "stage": _real(scratch_dir),
+        "copy": copies,
         "ro": ordered,
         "rw": rw,
         "deny": sorted(set(deny)),

@@ -16,6 +16,11 @@ REASON` on stderr and exits 125 — it never runs the command with less confinem
   2. user_namespace  unshare(CLONE_NEWUSER) mapping the current uid/gid onto themselves: the extension keeps
      net_namespace   its uid but loses every capability in the host's namespaces; with CLONE_NEWNET it gets
                      a network namespace with only a down loopback (Unix sockets on the filesystem still work)
+     memory_cgroup   a memory cgroup (v1 limit + memsw, or v2 memory.max + swap.max 0) for the whole tree
+     pid_namespace   with pid_namespace (or egress): `contain` -- unshare(user | pid | mount [| net]), fork
+     fs_read_...     a waiter (the pid the host sees) and an init (pid 1: private root via pivot_root, fresh
+     egress          /proc, loopback + egress relay), which forks the extension; it drops every capability.
+                     PR_SET_PDEATHSIG ties the tree to the host (or zygote). See the section comment below.
   3. rlimits         RLIMIT_AS, RLIMIT_CPU (soft; hard = soft + 1 s -> SIGXCPU, then SIGKILL), RLIMIT_NOFILE
   4. no_new_privs    prctl(PR_SET_NO_NEW_PRIVS): setuid binaries and file capabilities grant nothing
   5. landlock_fs     Landlock: every write-type access is denied except beneath the listed writable
@@ -446,7 +451,23 @@ def _make_target(root: str, path: str, is_dir: bool) -> str:
     return target
 
 
-def _bind(root: str, path: str, *, writable: bool) -> None:
+def _copy_in(root: str, path: str) -> None:
+    """A small file copied into the root (mode 0644; read-only with the root's final remount)."""
+    try:
+        with open(path, "rb") as src:
+            data = src.read()
+        target = root + path
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        fd = os.open(target, os.O_CREAT | os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # a missing /etc file is the extension's problem, not a sandbox failure
+
+
+def _bind(root: str, path: str, *, writable: bool, remount_ro: bool = True) -> None:
     try:
         is_dir = os.path.isdir(path)
         if not is_dir and not os.path.exists(path):
@@ -455,15 +476,16 @@ def _bind(root: str, path: str, *, writable: bool) -> None:
     except OSError as exc:
         raise SandboxError("fs_read_confinement", f"mount point for {path}: {exc.strerror}") from None
     _mount(path, target, None, MS_BIND | (0 if writable else MS_REC))
-    if not writable:
+    if not writable and remount_ro:
         _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | _locked_flags(target))
 
 
 def mount_root(fs: dict[str, Any], cwd: str) -> None:
     """Build the private root and pivot into it (init only: it also mounts the pid namespace's /proc).
 
-    fs = {"stage": dir to mount the new root's tmpfs on (hidden by it), "ro": [paths], "rw": [paths],
-          "deny": [paths], "symlinks": {path: target}, "scratch": {"path", "size_mb"} | None}
+    fs = {"stage": dir to mount the new root's tmpfs on (hidden by it), "copy": [small files copied in],
+          "ro": [paths], "rw": [paths], "deny": [paths], "symlinks": {path: target},
+          "scratch": {"path", "size_mb"} | None, "writes_landlocked": bool (skip the per-bind ro remount)}
     Paths appear at the same place. Denied paths (inside a visible tree) are covered by an empty,
     mode-0 file or directory: with no capability left, opening them fails with EACCES.
     """
@@ -492,8 +514,12 @@ def _build_root(fs: dict[str, Any], stage: str, cwd: str) -> None:
             os.makedirs(root + "/" + sub, exist_ok=True)
     except OSError as exc:
         raise SandboxError("fs_read_confinement", f"building the root: {exc}") from None
+    for path in fs.get("copy", []):
+        _copy_in(root, path)
+    # With Landlock denying writes the per-bind read-only remount is redundant (and as costly as the bind).
+    remount_ro = not fs.get("writes_landlocked", False)
     for path in fs.get("ro", []):
-        _bind(root, path, writable=False)
+        _bind(root, path, writable=False, remount_ro=remount_ro)
     for node in _DEV_NODES:
         _bind(root, "/dev/" + node, writable=True)
     for path in fs.get("rw", []):
@@ -642,6 +668,17 @@ def _init(ext_pid: int, status_w: int, relay: Any) -> None:
     os._exit(0)
 
 
+def _fork() -> int:
+    """fork(2) without Python's at-fork hooks: they cost ~5 ms with grpc imported (the zygote's children),
+    twice per start. Safe here because the process is single-threaded (unshare(CLONE_NEWUSER) already
+    required it) and the hooks had already run in this process's own os.fork() from the zygote (or it is the
+    fresh launcher): no lock can be held by another thread, and nothing they reset has changed since."""
+    pid = int(_libc.fork())
+    if pid < 0:
+        raise SandboxError("pid_namespace", f"fork: {_errno_text()}")
+    return pid
+
+
 def contain(spec: dict[str, Any], parent_pid: int | None) -> None:
     """Fork into the pid/mount namespaces (see the section comment); returns in the extension process only."""
     import select
@@ -665,7 +702,7 @@ def contain(spec: dict[str, Any], parent_pid: int | None) -> None:
     status_r, status_w = os.pipe2(os.O_CLOEXEC)
     life_r, life_w = os.pipe2(os.O_CLOEXEC)
     waiter_pid = os.getpid()
-    init_pid = os.fork()
+    init_pid = _fork()
     if init_pid:
         os.close(status_w)
         os.close(life_r)
@@ -693,7 +730,7 @@ def contain(spec: dict[str, Any], parent_pid: int | None) -> None:
                 raise SandboxError("egress", f"relay on 127.0.0.1:{egress['port']}: {exc}") from None
         elif net:
             pass  # a network namespace with loopback down: nothing at all
-        ext_pid = os.fork()
+        ext_pid = _fork()
     except SandboxError as exc:
         os.write(2, f"hookwire-sandbox: extension {spec.get('extension')!r}: {exc}\n".encode())
         os._exit(EXIT_SANDBOX_FAILED)

@@ -166,7 +166,8 @@ def sandbox_capabilities() -> dict[str, Any]:
 
     Returns {"kernel", "machine", "euid", "launcher", "layers": {layer: {"available": bool, "detail": str}}}
     with the plan-level layers (rlimits, process_limit, user_namespace, net_namespace, egress_proxy,
-    no_new_privs, landlock_fs, landlock_scope); process_limit's detail names its mechanism.
+    no_new_privs, landlock_fs, landlock_scope, pid_namespace, fs_read_confinement, memory_cgroup,
+    scratch_quota); process_limit's detail names its mechanism.
     """
     probed = _probe()
     raw: dict[str, dict[str, Any]] = probed["layers"]
@@ -316,7 +317,7 @@ def plan_launch(
                     extension_dir=Path(manifest.source).parent if manifest.source else None,
                     runtime_subdir=own_sockets, scratch_dir=Path(scratch_dir), scratch_mb=limits.scratch_mb,
                     sockets=[Path(s) for s in sockets] + ([Path(egress.socket)] if egress is not None else []),
-                    private=list(private_paths))
+                    private=list(private_paths)) | {"writes_landlocked": landlock is not None}
             if "fs_read_confinement" in enforced else None
         ),
         egress=egress,

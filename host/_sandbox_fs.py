@@ -31,6 +31,7 @@ ETC_ENTRIES = (
     "locale.conf", "default/locale",
 )
 SIDECARS = ("-wal", "-shm", "-journal")
+_MAX_COPY = 256 * 1024
 
 
 def _real(path: str | Path) -> str:
@@ -43,11 +44,11 @@ def _under(path: str, root: str) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _python_paths() -> tuple[str, ...]:
-    """The interpreter's prefixes, its sys.path directories and the source dirs of editable installs."""
+    """The interpreter's prefixes and the SDK's source dir (an editable install lives outside the prefixes).
+
+    Not the host's other sys.path entries: the host app's own directory may hold its .env or its store.
+    """
     paths = {_real(sys.base_prefix), _real(sys.prefix), _real(sys.executable)}
-    for entry in sys.path:
-        if entry and os.path.isdir(entry):
-            paths.add(_real(entry))
     for name in ("extension_sdk",):
         spec = importlib.util.find_spec(name)
         for loc in (spec.submodule_search_locations or []) if spec is not None else []:
@@ -99,12 +100,18 @@ def fs_view(
             symlinks[d] = os.readlink(d)
         elif os.path.isdir(d):
             ro.append(d)
+    copies: list[str] = []  # small regular /etc files: copied into the root (cheaper than a bind mount each)
     for entry in ETC_ENTRIES:
         path = "/etc/" + entry
-        if os.path.lexists(path):
-            ro.append(_real(path) if os.path.islink(path) else path)
-            if os.path.islink(path):
-                symlinks[path] = _real(path)
+        if not os.path.lexists(path):
+            continue
+        if os.path.islink(path):
+            symlinks[path] = _real(path)
+            path = _real(path)
+        if os.path.isfile(path) and path.startswith("/etc/") and os.path.getsize(path) <= _MAX_COPY:
+            copies.append(path)
+        else:
+            ro.append(path)
     shown = [_real(cwd)] + ([_real(extension_dir)] if extension_dir is not None else [])
     script = _script_dir(command, cwd)
     if script is not None:
@@ -130,6 +137,7 @@ def fs_view(
                 deny.append(c)
     return {
         "stage": _real(scratch_dir),
+        "copy": copies,
         "ro": ordered,
         "rw": rw,
         "deny": sorted(set(deny)),

@@ -60,11 +60,25 @@ class _Call:
         self.extension = "?"
 
 
+OWN_LABEL_SEPARATOR = "."  # never occurs in a sanitized name ([A-Za-z0-9_]), so no two extensions share an "own"
+
+
+def own_label(extension: str, suffix: str = "") -> str:
+    """The context label `suffix` in the namespace of `extension`: `my-tools`, `usage` -> `my_tools.usage`."""
+    prefix = sanitize_name(extension)
+    return f"{prefix}{OWN_LABEL_SEPARATOR}{suffix}" if suffix else prefix
+
+
 def _label_allowed(rule: list[str] | str, label: str, own_prefix: str) -> bool:
+    """`own` is exactly the extension's namespace: its sanitized name, or that name, ".", anything.
+
+    A `_` after the name is not enough: `my` + `_tools_usage` is also `my-tools` + `_usage` (the names
+    sanitize to `my` and `my_tools`, and `_` may occur inside a sanitized name; `.` may not).
+    """
     if rule == "all":
         return True
     if rule == "own":
-        return label == own_prefix or label.startswith(own_prefix + "_")
+        return label == own_prefix or label.startswith(own_prefix + OWN_LABEL_SEPARATOR)
     return label in rule
 
 

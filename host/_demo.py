@@ -91,7 +91,7 @@ async def run_demo(sandbox: str = "auto") -> int:
             for path in audit:
                 lines = path.read_text().splitlines()
                 print(f"  {path.relative_to(workdir)}: {len(lines)} lines; last: {lines[-1][:160] if lines else ''}")
-            usage = await agent.get_context("token_meter_usage")
+            usage = await agent.get_context("token_meter.usage")
             print(f"\n=== The token_meter extension's context block: {usage}")
             print(f"\n=== Transcript persisted in SQLite: {len(await agent.messages())} messages")
     return 0

@@ -3,7 +3,11 @@
 Every call is identified by its `x-hookwire-token` metadata (unknown -> UNAUTHENTICATED), checked against
 the calling extension's manifest permissions (not granted -> PERMISSION_DENIED naming the extension, the
 method and the manifest field that would grant it), routed to the session named by `session_id` (unknown ->
-NOT_FOUND) and audited: one line on logger "hookwire.audit" per call, allowed or not.
+NOT_FOUND) and audited: one line on logger "hookwire.audit" per call, allowed or not. Refused calls (bad token,
+denied, invalid) cost the caller nothing, so their lines are rate-limited per caller (host._rate_limit, the
+limiter of the extension log flood): AUDIT_RATE lines/s, bursts of AUDIT_BURST; what is held back is counted and
+reported as one "N similar audit lines suppressed" line at most every AUDIT_REPORT_S seconds (and at stop()).
+Allowed calls are always logged: each does real work under a granted permission.
 
 Workspace paths are relative to the session's `workspace_root`; they are resolved (symlinks too) and refused
 when they leave the root (`..`, absolute paths, symlinks pointing out). Writes are capped at 16 MB, reads too.
@@ -15,6 +19,7 @@ import asyncio
 import json
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,12 +30,17 @@ from google.protobuf.message import Message
 from extension_sdk.proto import TOKEN_METADATA_KEY, host_bridge_pb2, host_bridge_pb2_grpc
 
 from ._manifest import Manifest, sanitize_name
+from ._rate_limit import LineRateLimiter
 from ._snapshots import SessionServices
 
 audit_logger = logging.getLogger("hookwire.audit")
 logger = logging.getLogger("hookwire.bridge")
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
+AUDIT_RATE = 20.0  # refused-call audit lines per second and caller
+AUDIT_BURST = 100.0
+AUDIT_REPORT_S = 1.0  # at most one "suppressed" line per caller this often
+_AUDIT_FIELD_CHARS = 300  # of an untrusted path/label in an audit line
 _MAX_MESSAGE_BYTES = MAX_FILE_BYTES + 1024 * 1024
 
 _Resp = TypeVar("_Resp", bound=Message)
@@ -90,6 +100,8 @@ class HostBridgeServer:
         self._extensions: dict[str, Manifest] = {}
         self._sessions: dict[str, SessionServices] = {}
         self._server: grpc.aio.Server | None = None
+        # caller (extension name, "?" before authentication) -> (limiter, when its last summary was logged)
+        self._audit_limits: dict[str, tuple[LineRateLimiter, float]] = {}
 
     @property
     def target(self) -> str:
@@ -127,6 +139,8 @@ class HostBridgeServer:
         server, self._server = self._server, None
         if server is not None:
             await server.stop(grace=0.5)
+        for caller in list(self._audit_limits):
+            self._report_suppressed(caller)
         try:
             self._socket_path.unlink()
         except FileNotFoundError:
@@ -203,14 +217,49 @@ class HostBridgeServer:
             await context.abort(grpc.StatusCode.INTERNAL, f"{call.method} failed: {type(exc).__name__}: {exc}")
             raise AssertionError("unreachable")
         finally:
-            level = logging.INFO if outcome == "ok" else logging.WARNING
-            audit_logger.log(
-                level,
-                "bridge extension=%s method=%s session=%s target=%s outcome=%s",
-                call.extension, call.method, call.session_id or "-", call.target or "-", outcome,
-                extra={"extension": call.extension, "method": call.method, "session_id": call.session_id,
-                       "target": call.target, "outcome": outcome},
+            self._audit(call, outcome)
+
+    def _audit(self, call: _Call, outcome: str) -> None:
+        """One audit line for the call; refused calls' lines are rate-limited per caller (see module doc)."""
+        if outcome != "ok":
+            entry = self._audit_limits.get(call.extension)
+            if entry is None:
+                entry = (LineRateLimiter(AUDIT_RATE, AUDIT_BURST), time.monotonic())
+                self._audit_limits[call.extension] = entry
+            limiter, reported = entry
+            allowed = limiter.allow()
+            if limiter.suppressed and time.monotonic() - reported >= AUDIT_REPORT_S:
+                self._report_suppressed(call.extension)
+            if not allowed:
+                return
+        target = _clip(call.target)
+        session = _clip(call.session_id)
+        outcome = _clip(outcome, 1000)
+        audit_logger.log(
+            logging.INFO if outcome == "ok" else logging.WARNING,
+            "bridge extension=%s method=%s session=%s target=%s outcome=%s",
+            call.extension, call.method, session or "-", target or "-", outcome,
+            extra={"extension": call.extension, "method": call.method, "session_id": session, "target": target,
+                   "outcome": outcome},
+        )
+
+    def _report_suppressed(self, caller: str) -> None:
+        entry = self._audit_limits.get(caller)
+        if entry is None:
+            return
+        limiter, _ = entry
+        self._audit_limits[caller] = (limiter, time.monotonic())
+        count = limiter.take_suppressed()
+        if count:
+            audit_logger.warning(
+                "bridge extension=%s: %d similar audit lines suppressed (refused calls beyond %.0f lines/s)",
+                caller, count, AUDIT_RATE, extra={"extension": caller, "suppressed": count},
             )
+
+
+def _clip(text: str, limit: int = _AUDIT_FIELD_CHARS) -> str:
+    """An untrusted text bounded for an audit line (a path or session id may be megabytes long)."""
+    return text if len(text) <= limit else f"{text[:limit]}…[{len(text) - limit} more characters]"
 
 
 def _workspace_read(manifest: Manifest) -> str | None:

@@ -88,7 +88,9 @@ class HookPolicy(_Model):
 
 
 class Limits(_Model):
-    memory_mb: int = Field(default=512, ge=128, le=65_536, description="Address-space limit; below ~128 MB gRPC crashes")
+    memory_mb: int = Field(
+        default=512, ge=128, le=65_536, description="Address-space limit; below ~128 MB gRPC crashes"
+    )
     cpu_seconds: int = Field(default=300, gt=0, le=86_400)
     open_files: int = Field(default=256, ge=16, le=65_536)
     processes: int = Field(default=64, ge=1, le=4_096)

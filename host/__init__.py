@@ -35,6 +35,7 @@ from ._snapshots import (
 from ._sandbox import LaunchPlan, SandboxMode, SandboxUnavailable, plan_launch, sandbox_capabilities  # noqa: E402
 from ._bridge import HostBridgeServer, own_label  # noqa: E402
 from ._terminal_text import terminal_safe  # noqa: E402
+from ._tool_names import ToolNameCollision  # noqa: E402
 from ._extension_errors import (  # noqa: E402
     ExtensionError,
     ExtensionReplyError,

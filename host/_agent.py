@@ -37,6 +37,7 @@ from ._snapshots import (
     TraceEvent,
     TurnSnapshot,
 )
+from ._tool_names import ToolNameCollision, collision_message, host_collisions, withhold_shadowing
 from ._tools import Tool, as_tool
 from ._turn_loop import TurnLoop, TurnPlan
 from ._turn_types import (
@@ -231,6 +232,7 @@ class Agent:
         if self._manager is not None:
             self._manager.register_session(self.session_id, self)
             self._manager.add_trace_listener(self._on_trace)
+            await self._refuse_tool_collisions()
         configured = await maybe_await(self.configure_session(self.session))
         if isinstance(configured, Session):
             self.session = configured
@@ -604,6 +606,15 @@ class Agent:
             return await self.session.build_system(self.store.get_context)
         return await maybe_await(self.get_system_prompt())
 
+    async def _refuse_tool_collisions(self) -> None:
+        """Host tools are never replaced: an extension tool named like one of get_tools() fails start()."""
+        owners = {t.name: (t.extension, t.tool) for t in self._manager.tools()}
+        clashes = host_collisions((await maybe_await(self.get_tools()) or {}).keys(), owners)
+        if clashes:
+            await self.close()
+            raise ToolNameCollision(f"Agent {type(self).__name__}: {collision_message(*clashes[0])}",
+                                    extension=owners[clashes[0][0]][0])
+
     def _extension_tools(self) -> dict[str, Tool]:
         if self._manager is None:
             return {}
@@ -623,7 +634,11 @@ class Agent:
         tools: dict[str, Tool] = {}
         for name, value in (await maybe_await(self.get_tools()) or {}).items():
             tools[name] = as_tool(name, value)
-        tools.update(self._extension_tools())  # later sources win on a name collision
+        if self._manager is not None:  # an extension never replaces a host tool (host._tool_names)
+            owners = {t.name: (t.extension, t.tool) for t in self._manager.tools()}
+            for event in withhold_shadowing(tools, self._extension_tools(), owners, self._turn_rid):
+                logger.error("session %s: %s: withheld from this turn", self.session_id, event.detail)
+                self._on_trace(event)
         history = await self.store.messages()
         ctx = TurnContext(
             system=await self._system(),

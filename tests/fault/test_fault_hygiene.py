@@ -229,47 +229,59 @@ async def test_refused_bridge_calls_flood_the_audit_log_no_more_than_the_limit(
 
 
 SWAPPER = textwrap.dedent("""
-    import os, sys, time
-    link, inside, outside, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-    tmp = link + ".tmp"
+    import os, shutil, sys, time
+    workspace, outside, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    os.chdir(workspace)
     end = time.monotonic() + seconds
-    flips = 0
-    while time.monotonic() < end:
-        for target in (inside, outside):
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            os.symlink(target, tmp)
-            os.replace(tmp, link)  # atomic: `flip` is always one of the two
-            flips += 1
-    print(flips)
+    swaps = 0
+    while time.monotonic() < end:  # `dir` is a real directory, then for a moment a symlink to `outside`
+        try:
+            os.rename("dir", "parked")
+            os.symlink(outside, "dir")
+            time.sleep(0.002)
+            os.unlink("dir")
+            os.rename("parked", "dir")
+            swaps += 1
+            time.sleep(0.002)
+        except OSError:  # the host made `dir` meanwhile (a write's parent): put things back and go on
+            for _ in range(1000):
+                try:
+                    if os.path.islink("dir"):
+                        os.unlink("dir")
+                    if os.path.isdir("parked"):
+                        if os.path.isdir("dir"):
+                            shutil.rmtree("dir", ignore_errors=True)
+                        os.rename("parked", "dir")
+                    break
+                except OSError:
+                    continue
+    print(swaps)
 """)
 
 
-async def test_symlink_swapped_during_bridge_writes_never_leads_out(tmp_path: Path, record: Record) -> None:
-    """A process flipping `flip` between a workspace dir and an outside dir never gets a bridge write out."""
+async def test_directory_swapped_for_a_symlink_during_bridge_writes_never_leads_out(
+    tmp_path: Path, record: Record
+) -> None:
+    """A process swapping the written file's directory for a symlink out never gets a bridge write outside."""
     workspace, outside = tmp_path / "ws", tmp_path / "outside"
-    (workspace / "inside").mkdir(parents=True)
+    (workspace / "dir").mkdir(parents=True)
     outside.mkdir()
-    link = workspace / "flip"
-    link.symlink_to("inside")
     path = hygiene(tmp_path, "racer", "race", "--seconds", "3", permissions={"workspace": "read-write"})
     async with host(tmp_path, path, workspace=workspace) as agent:
         swapper = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", SWAPPER, str(link), "inside", str(outside), "4", stdout=subprocess.PIPE
+            sys.executable, "-c", SWAPPER, str(workspace), str(outside), "4", stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         result = await agent.chat("/tool racer_act {}")
-        flips = int((await swapper.communicate())[0])
+        out, err = await swapper.communicate()
+        assert swapper.returncode == 0, err.decode()[-1000:]
+        swaps = int(out)
     counts = tool_output(result, "racer_act")
-    assert not (outside / "pwn.txt").exists()
     assert os.listdir(outside) == []
     assert counts.get("written", 0) > 0 and counts.get("PERMISSION_DENIED", 0) > 0, counts  # both states were hit
-    assert set(counts) <= {"written", "PERMISSION_DENIED", "NOT_FOUND"}, counts
-    assert (workspace / "inside" / "pwn.txt").read_text() == "pwned"
     await persisted_and_next_turn_works(tmp_path, result, "/tool racer_act {}")
-    record("symlink swap race on bridge WriteFile", "never writes outside the workspace",
-           f"{counts.get('written')} in, {counts.get('PERMISSION_DENIED')} denied, 0 out; {flips} flips")
+    record("dir/symlink swap race on bridge WriteFile", "never writes outside the workspace",
+           f"{counts.get('written')} in, {counts.get('PERMISSION_DENIED')} denied, 0 out; {swaps} swaps")
 
 
 # ------------------------------------------------------------------------------------ item 18: manifest caps

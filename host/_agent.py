@@ -232,10 +232,11 @@ class Agent:
         if self._manager is not None:
             self._manager.register_session(self.session_id, self)
             self._manager.add_trace_listener(self._on_trace)
-            await self._refuse_tool_collisions()
         configured = await maybe_await(self.configure_session(self.session))
         if isinstance(configured, Session):
             self.session = configured
+        if self._manager is not None:
+            await self._refuse_tool_collisions()
         self._started = True
         for sub in await self.store.pending_submissions():
             self._resume_submission(sub)
@@ -609,7 +610,12 @@ class Agent:
     async def _refuse_tool_collisions(self) -> None:
         """Host tools are never replaced: an extension tool named like one of get_tools() fails start()."""
         owners = {t.name: (t.extension, t.tool) for t in self._manager.tools()}
-        clashes = host_collisions((await maybe_await(self.get_tools()) or {}).keys(), owners)
+        try:
+            host_tools = await maybe_await(self.get_tools()) or {}
+        except Exception:  # get_tools() may need a turn's state: then each turn checks (_prepare)
+            logger.warning("get_tools() failed at start; tool names are checked each turn", exc_info=True)
+            return
+        clashes = host_collisions(host_tools.keys(), owners)
         if clashes:
             await self.close()
             raise ToolNameCollision(f"Agent {type(self).__name__}: {collision_message(*clashes[0])}",

@@ -24,7 +24,7 @@ import pytest
 from fault_helpers import FaultHost, echo, host, manifest, persisted_and_next_turn_works, tool_output, wait_until
 
 from host import ManifestError, ToolNameCollision
-from host._bridge import AUDIT_BURST
+from host._bridge import AUDIT_BURST, AUDIT_RATE
 
 Record = Callable[[str, str, str], None]
 HOOKWIRE = str(Path(sys.executable).parent / "hookwire")
@@ -218,7 +218,7 @@ async def test_refused_bridge_calls_flood_the_audit_log_no_more_than_the_limit(
     summaries = [line for line in lines if "similar audit lines suppressed" in line]
     suppressed = sum(int(re.search(r": (\d+) similar", line).group(1)) for line in summaries)  # type: ignore[union-attr]
     assert len(per_call) + suppressed == 2 * count  # every refused call is logged or counted, none lost
-    assert len(per_call) <= 2 * (AUDIT_BURST + 20 * elapsed + 1)
+    assert len(per_call) <= 2 * (AUDIT_BURST + AUDIT_RATE * elapsed + 1)
     assert {line.split()[1] for line in summaries} == {"extension=?:", "extension=flood:"}
     await persisted_and_next_turn_works(tmp_path, result, "/tool flood_act {}")
     record("audit-log flood (bogus token, denied)", "rate-limited; rest counted in summaries",

@@ -33,9 +33,11 @@ from ._snapshots import (
 
 # -- exports added by later modules go below this line --
 from ._sandbox import LaunchPlan, SandboxMode, SandboxUnavailable, plan_launch, sandbox_capabilities  # noqa: E402
-from ._bridge import HostBridgeServer  # noqa: E402
+from ._bridge import HostBridgeServer, own_label  # noqa: E402
 from ._egress_policy import EgressEntryError, EgressPolicy, EgressRule  # noqa: E402
 from ._egress_proxy import EgressEvent, EgressProxy  # noqa: E402
+from ._terminal_text import terminal_safe  # noqa: E402
+from ._tool_names import ToolNameCollision  # noqa: E402
 from ._extension_errors import (  # noqa: E402
     ExtensionError,
     ExtensionReplyError,

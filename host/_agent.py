@@ -37,6 +37,7 @@ from ._snapshots import (
     TraceEvent,
     TurnSnapshot,
 )
+from ._tool_names import ToolNameCollision, collision_message, host_collisions, withhold_shadowing
 from ._tools import Tool, as_tool
 from ._turn_config_policy import MAP_FIELDS, TurnConfigDenial, apply_extension_options, provider_of
 from ._turn_loop import TurnLoop, TurnPlan
@@ -270,6 +271,8 @@ class Agent:
         configured = await maybe_await(self.configure_session(self.session))
         if isinstance(configured, Session):
             self.session = configured
+        if self._manager is not None:
+            await self._refuse_tool_collisions()
         self._started = True
         for sub in await self.store.pending_submissions():
             self._resume_submission(sub)
@@ -644,6 +647,20 @@ class Agent:
             return await self.session.build_system(self.store.get_context)
         return await maybe_await(self.get_system_prompt())
 
+    async def _refuse_tool_collisions(self) -> None:
+        """Host tools are never replaced: an extension tool named like one of get_tools() fails start()."""
+        owners = {t.name: (t.extension, t.tool) for t in self._manager.tools()}
+        try:
+            host_tools = await maybe_await(self.get_tools()) or {}
+        except Exception:  # get_tools() may need a turn's state: then each turn checks (_prepare)
+            logger.warning("get_tools() failed at start; tool names are checked each turn", exc_info=True)
+            return
+        clashes = host_collisions(host_tools.keys(), owners)
+        if clashes:
+            await self.close()
+            raise ToolNameCollision(f"Agent {type(self).__name__}: {collision_message(*clashes[0])}",
+                                    extension=owners[clashes[0][0]][0])
+
     def _extension_tools(self) -> dict[str, Tool]:
         if self._manager is None:
             return {}
@@ -663,7 +680,11 @@ class Agent:
         tools: dict[str, Tool] = {}
         for name, value in (await maybe_await(self.get_tools()) or {}).items():
             tools[name] = as_tool(name, value)
-        tools.update(self._extension_tools())  # later sources win on a name collision
+        if self._manager is not None:  # an extension never replaces a host tool (host._tool_names)
+            owners = {t.name: (t.extension, t.tool) for t in self._manager.tools()}
+            for event in withhold_shadowing(tools, self._extension_tools(), owners, self._turn_rid):
+                logger.error("session %s: %s: withheld from this turn", self.session_id, event.detail)
+                self._on_trace(event)
         history = await self.store.messages()
         ctx = TurnContext(
             system=await self._system(),

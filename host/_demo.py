@@ -18,6 +18,7 @@ from ._agent import Agent
 from ._extension_manager import ExtensionManager
 from ._tools import tool
 from ._trace_format import format_trace, render_chunk
+from ._terminal_text import terminal_safe
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_extensions"
 DEMO_EXTENSIONS = ["router", "guard", "tools", "audit_log", "token_meter", "node_echo"]
@@ -74,7 +75,7 @@ async def run_demo(sandbox: str = "auto") -> int:
         for info in infos:
             hooks = ", ".join(info.hooks) or "-"
             tools = ", ".join(t.name for t in mgr.tools() if t.extension == info.name) or "-"
-            print(f"  {info.name:<12} hooks: {hooks:<48} tools: {tools}")
+            print(terminal_safe(f"  {info.name:<12} hooks: {hooks:<48} tools: {tools}"))
         async with DemoAgent(
             session_id="demo", store=str(workdir / "demo.db"), workspace=workdir / "workspace", manager=mgr
         ) as agent:
@@ -90,8 +91,9 @@ async def run_demo(sandbox: str = "auto") -> int:
             print("\n=== What the audit_log extension wrote through the HostBridge:")
             for path in audit:
                 lines = path.read_text().splitlines()
-                print(f"  {path.relative_to(workdir)}: {len(lines)} lines; last: {lines[-1][:160] if lines else ''}")
-            usage = await agent.get_context("token_meter_usage")
-            print(f"\n=== The token_meter extension's context block: {usage}")
+                last = lines[-1][:160] if lines else ""
+                print(terminal_safe(f"  {path.relative_to(workdir)}: {len(lines)} lines; last: {last}"))
+            usage = await agent.get_context("token_meter.usage")
+            print(terminal_safe(f"\n=== The token_meter extension's context block: {usage}"))
             print(f"\n=== Transcript persisted in SQLite: {len(await agent.messages())} messages")
     return 0

@@ -41,6 +41,7 @@ from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime, tl
 from ._frame_bytes import context_field, observation_item
 from ._health import HealthProbe
 from ._manifest import HOOK_NAMES, Manifest, load_manifest
+from ._tool_names import ToolNameCollision, collision_message, extension_collisions, extension_owner
 from ._snapshots import (
     CallContext,
     ChunkSnapshot,
@@ -360,9 +361,22 @@ class ExtensionManager:
                 await ext.proc.terminate(0)
             raise ExtensionStartError(f"{where}: the manager was closed while it started", extension=ext.name,
                                       manifest=ext.manifest_file)
+        clashes = self._tool_clashes(ext, desc)
+        if clashes and ext.generation == 1:  # at load: refuse (a restart drops the tool instead, in _adopt)
+            await conn.close()
+            if ext.proc is not None:
+                await ext.proc.terminate(0.2)
+            raise ToolNameCollision(f"{where}: {collision_message(*clashes[0])}", extension=ext.name,
+                                    manifest=ext.manifest_file)
         self._adopt(ext, conn, desc)
         if ext.proc is not None:
             ext.watcher = asyncio.ensure_future(self._watch(ext, ext.proc))
+
+    def _tool_clashes(self, ext: ExtensionRuntime, desc: pb.DescribeResponse) -> list[tuple[str, str, str]]:
+        """(name, holder, newcomer) for each tool of `desc` whose exposed name another extension already has."""
+        taken = {full: extension_owner(other.name, t.tool) for other in self._exts.values() if other is not ext
+                 for full, t in other.tools.items()}
+        return extension_collisions({f"{ext.prefix}_{spec.name}": (ext.name, spec.name) for spec in desc.tools}, taken)
 
     def _adopt(self, ext: ExtensionRuntime, conn: ExtensionConnection, desc: pb.DescribeResponse) -> None:
         ext.describe = desc
@@ -382,6 +396,7 @@ class ExtensionManager:
         ext.hooks = served
         ext.features = list(desc.features)
         tools: dict[str, ExtensionTool] = {}
+        clashes = {name: (name, holder, newcomer) for name, holder, newcomer in self._tool_clashes(ext, desc)}
         for spec in desc.tools:
             try:
                 schema = json.loads(spec.input_schema_json) if spec.input_schema_json else {"type": "object"}
@@ -391,6 +406,10 @@ class ExtensionManager:
                 log.warning("extension %r: tool %r has an invalid input schema (%s): skipped", ext.name, spec.name, exc)
                 continue
             full = f"{ext.prefix}_{spec.name}"
+            if full in clashes:  # only after a restart (a load is refused): the name stays with its holder
+                log.error("extension %r (manifest %s): %s: the tool is dropped", ext.name, ext.manifest_file,
+                          collision_message(*clashes[full]))
+                continue
             tools[full] = ExtensionTool(
                 name=full,
                 description=f"[{ext.name}] {spec.description}".rstrip(),

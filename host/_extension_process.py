@@ -12,13 +12,13 @@ import contextlib
 import logging
 import os
 import signal
-import time
 from collections import deque
 from pathlib import Path
 
 from extension_sdk.proto import HANDSHAKE_MAGIC, PROTOCOL_VERSION
 
 from ._extension_errors import ExtensionStartError
+from ._rate_limit import LineRateLimiter
 from ._zygote import Zygote, ZygoteProcess, ZygoteUnavailable, zygote_launch
 
 LINE_CAP = 4096  # bytes kept per logged line
@@ -39,9 +39,7 @@ class ExtensionProcess:
         self.target: str = ""
         self.log = logging.getLogger(f"hookwire.ext.{name}")
         self._tail: deque[str] = deque(maxlen=TAIL_LINES)
-        self._tokens = LOG_BURST
-        self._refilled = time.monotonic()
-        self.suppressed_lines = 0  # output lines not logged because the extension logged too fast
+        self._limiter = LineRateLimiter(LOG_RATE, LOG_BURST)
         self._tasks: list[asyncio.Task[None]] = []
         self._exit: asyncio.Task[int] = asyncio.ensure_future(proc.wait())
         self.crash_handled = False  # the supervisor already handled this process's death (or broken connection)
@@ -234,24 +232,30 @@ class ExtensionProcess:
         except (asyncio.CancelledError, ConnectionError):
             pass
 
+    @property
+    def suppressed_lines(self) -> int:
+        """Output lines not logged (yet reported) because the extension logged too fast."""
+        return self._limiter.suppressed
+
+    @suppressed_lines.setter
+    def suppressed_lines(self, value: int) -> None:
+        self._limiter.suppressed = value
+
     def _may_log(self) -> bool:
-        now = time.monotonic()
-        self._tokens = min(LOG_BURST, self._tokens + (now - self._refilled) * LOG_RATE)
-        self._refilled = now
-        if self._tokens >= 1 and self.suppressed_lines:
+        may = self._limiter.available()
+        if may and self._limiter.suppressed:
             self._report_suppressed()
-        return self._tokens >= 1
+        return may
 
     def _report_suppressed(self) -> None:
-        if self.suppressed_lines:
+        count = self._limiter.take_suppressed()
+        if count:
             self.log.warning(
-                "extension %r logged faster than %.0f lines/s: %d line(s) not logged", self.name, LOG_RATE,
-                self.suppressed_lines,
+                "extension %r logged faster than %.0f lines/s: %d line(s) not logged", self.name, LOG_RATE, count,
             )
-            self.suppressed_lines = 0
 
     def _emit(self, label: str, raw: bytes, *, truncated: bool) -> None:
-        self._tokens -= 1
+        self._limiter.take()
         text = raw.decode("utf-8", "replace").rstrip("\r")
         if truncated:
             text += " …[line truncated]"

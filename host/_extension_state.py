@@ -64,7 +64,8 @@ class ExtensionRuntime:
         self.name = manifest.name
         self.prefix = manifest.tool_prefix
         self.manifest_file = manifest.source or "<inline manifest>"
-        self.token = manifest.token or secrets.token_urlsafe(32)
+        # A started process gets a fresh unpredictable token; only a remote endpoint's comes from its manifest.
+        self.token = manifest.token if manifest.endpoint is not None and manifest.token else secrets.token_urlsafe(32)
         self.state: ExtensionState = "starting"
         self.proc: ExtensionProcess | None = None
         self.conn: ExtensionConnection | None = None

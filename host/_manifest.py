@@ -1,14 +1,20 @@
-"""Extension manifests: the pydantic model, loading from YAML/JSON, and the published JSON Schema."""
+"""Extension manifests: the pydantic model, loading from YAML/JSON, and the published JSON Schema.
+
+Manifests are untrusted input. Invariants: a manifest file larger than MAX_MANIFEST_BYTES is refused before it
+is parsed; YAML aliases are refused (an alias bomb — "billion laughs" — expands exponentially in
+`yaml.safe_load`); every number, list and string has an upper bound, so no field can pin the host (a restart
+window of years, a start timeout of days, a million env names). Errors name the file and the field.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from ._turn_config_policy import GRANTABLE_FIELDS, SCALAR_FIELDS, check_grant_names
@@ -17,6 +23,12 @@ HookName = Literal["beforeTurn", "beforeToolCall", "afterToolCall", "onStepFinis
 HOOK_NAMES: tuple[str, ...] = ("beforeTurn", "beforeToolCall", "afterToolCall", "onStepFinish", "onChunk")
 
 _SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
+
+MAX_MANIFEST_BYTES = 1024 * 1024  # a manifest is a few hundred bytes; 1 MiB is generous and parses in milliseconds
+MAX_YAML_NODES = 20_000  # a real manifest has a few hundred
+_MAX_LIST = 256  # entries of any list field (command, env, context labels)
+_MAX_TEXT = 4096  # characters of any string field (paths, command words, labels, descriptions)
+_Text = Annotated[str, Field(max_length=_MAX_TEXT)]
 
 
 def sanitize_name(name: str) -> str:
@@ -38,8 +50,8 @@ class _Model(BaseModel):
 class ContextPermission(_Model):
     """Which context blocks an extension may read and write: a list of labels, or "all" / "own"."""
 
-    read: list[str] | Literal["all", "own"] = Field(default_factory=list)
-    write: list[str] | Literal["all", "own"] = Field(default_factory=list)
+    read: Annotated[list[_Text], Field(max_length=_MAX_LIST)] | Literal["all", "own"] = Field(default_factory=list)
+    write: Annotated[list[_Text], Field(max_length=_MAX_LIST)] | Literal["all", "own"] = Field(default_factory=list)
 
 
 class SessionPermission(_Model):
@@ -106,10 +118,12 @@ class HookPolicy(_Model):
 
 
 class Limits(_Model):
-    memory_mb: int = Field(default=512, ge=128, description="Address-space limit; below ~128 MB gRPC crashes")
-    cpu_seconds: int = Field(default=300, gt=0)
-    open_files: int = Field(default=256, ge=16)
-    processes: int = Field(default=64, ge=1)
+    memory_mb: int = Field(
+        default=512, ge=128, le=65_536, description="Address-space limit; below ~128 MB gRPC crashes"
+    )
+    cpu_seconds: int = Field(default=300, gt=0, le=86_400)
+    open_files: int = Field(default=256, ge=16, le=65_536)
+    processes: int = Field(default=64, ge=1, le=4_096)
     scratch_mb: int = Field(default=64, ge=1, le=4096, description="Size cap of the scratch dir (a tmpfs in the sandbox)")
     egress_connections: int = Field(default=32, ge=1, le=1024,
                                     description="Egress proxy: connections open at once (permissions.network)")
@@ -118,15 +132,15 @@ class Limits(_Model):
 
 
 class Timeouts(_Model):
-    start_ms: int = Field(default=10_000, gt=0, description="Spawn to handshake")
-    hook_ms: int = Field(default=5_000, gt=0, description="Default per-hook deadline")
-    tool_ms: int = Field(default=60_000, gt=0, description="Per tool call")
-    shutdown_ms: int = Field(default=2_000, ge=0, description="Grace before SIGKILL")
+    start_ms: int = Field(default=10_000, gt=0, le=300_000, description="Spawn to handshake")
+    hook_ms: int = Field(default=5_000, gt=0, le=600_000, description="Default per-hook deadline")
+    tool_ms: int = Field(default=60_000, gt=0, le=3_600_000, description="Per tool call")
+    shutdown_ms: int = Field(default=2_000, ge=0, le=60_000, description="Grace before SIGKILL")
     health_interval_ms: int = Field(
-        default=5_000, ge=0, description="How often the host checks the extension still answers; 0: never"
+        default=5_000, ge=0, le=3_600_000, description="How often the host checks the extension still answers; 0: never"
     )
-    health_timeout_ms: int = Field(default=2_000, gt=0, description="Deadline of one health check")
-    health_failures: int = Field(default=3, ge=1, description="Misses in a row that count as a crash")
+    health_timeout_ms: int = Field(default=2_000, gt=0, le=60_000, description="Deadline of one health check")
+    health_failures: int = Field(default=3, ge=1, le=100, description="Misses in a row that count as a crash")
 
 
 class Observations(_Model):
@@ -141,37 +155,43 @@ class Observations(_Model):
 
 
 class Restart(_Model):
-    max_crashes: int = Field(default=3, ge=1, description="Quarantine after this many crashes ...")
-    window_seconds: float = Field(default=300, gt=0, description="... within this many seconds")
-    backoff_ms: int = Field(default=200, ge=0, description="First restart delay; doubles per crash")
-    max_backoff_ms: int = Field(default=10_000, ge=0)
+    max_crashes: int = Field(default=3, ge=1, le=100, description="Quarantine after this many crashes ...")
+    window_seconds: float = Field(default=300, gt=0, le=86_400, description="... within this many seconds")
+    backoff_ms: int = Field(default=200, ge=0, le=600_000, description="First restart delay; doubles per crash")
+    max_backoff_ms: int = Field(default=10_000, ge=0, le=3_600_000)
 
 
 class Tls(_Model):
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
-    server_name: str | None = None
+    ca_file: _Text | None = None
+    cert_file: _Text | None = None
+    key_file: _Text | None = None
+    server_name: _Text | None = None
 
 
 class Manifest(_Model):
     """An extension manifest (YAML or JSON). Exactly one of `command` and `endpoint`."""
 
     name: str = Field(min_length=1, max_length=128)
-    version: str = "0.0.0"
-    description: str = ""
-    command: list[str] | None = Field(default=None, min_length=1)
-    cwd: str | None = Field(default=None, description="Working directory; default: the manifest's directory")
-    endpoint: str | None = Field(default=None, description="A remote gRPC target instead of a command")
+    version: str = Field(default="0.0.0", max_length=64)
+    description: _Text = ""
+    command: list[_Text] | None = Field(default=None, min_length=1, max_length=_MAX_LIST)
+    cwd: _Text | None = Field(default=None, description="Working directory; default: the manifest's directory")
+    endpoint: _Text | None = Field(default=None, description="A remote gRPC target instead of a command")
     tls: Tls | None = None
-    token: str | None = Field(default=None, description="endpoint only: the token the remote extension expects")
+    token: _Text | None = Field(
+        default=None,
+        description="endpoint only: the token the remote extension expects. A command's token is generated by "
+        "the host for each process it starts (unpredictable, never written anywhere a sibling could read it).",
+    )
     permissions: Permissions = Field(default_factory=Permissions)
     hooks: dict[HookName, HookPolicy] = Field(default_factory=dict)
     limits: Limits = Field(default_factory=Limits)
     timeouts: Timeouts = Field(default_factory=Timeouts)
     observations: Observations = Field(default_factory=Observations)
     restart: Restart = Field(default_factory=Restart)
-    env: list[str] = Field(default_factory=list, description="Host environment variables passed through by name")
+    env: list[_Text] = Field(
+        default_factory=list, max_length=_MAX_LIST, description="Host environment variables passed through by name"
+    )
     # Where the manifest was read from (not part of the file).
     source: str | None = Field(default=None, exclude=True)
 
@@ -179,6 +199,17 @@ class Manifest(_Model):
     @classmethod
     def _name_has_letters(cls, value: str) -> str:
         sanitize_name(value)
+        return value
+
+    @field_validator("token")
+    @classmethod
+    def _token_only_for_endpoints(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # A token written in a command manifest is readable by whoever reads the file (a sibling extension,
+        # another user): the host generates one per started process instead.
+        if value is not None and info.data.get("command") is not None:
+            raise ValueError(
+                "`token` is for `endpoint` manifests only; the host generates the token of a process it starts"
+            )
         return value
 
     @field_validator("env")
@@ -234,10 +265,28 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "(top level)"
 
 
+def _too_many_nodes(data: Any) -> bool:
+    """More than MAX_YAML_NODES values in all (walked iteratively: deep nesting cannot overflow the stack)."""
+    stack, seen = [data], 0
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > MAX_YAML_NODES:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def parse_manifest(data: Any, source: str | None = None) -> Manifest:
     """Validate an already-parsed manifest mapping. Raises ManifestError naming the source and field."""
     if not isinstance(data, dict):
         raise ManifestError(source, None, f"a manifest is a mapping, got {type(data).__name__}")
+    if _too_many_nodes(data):  # bounds the validation work (pydantic builds one error per unknown key)
+        raise ManifestError(source, None, f"more than {MAX_YAML_NODES} values: not a manifest")
     try:
         manifest = Manifest.model_validate(data)
     except ValidationError as exc:
@@ -251,20 +300,54 @@ def parse_manifest(data: Any, source: str | None = None) -> Manifest:
     return manifest.model_copy(update={"source": source})
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses aliases (`*name`, also `<<: *name`: their expansion is unbounded) and stops
+    after MAX_YAML_NODES nodes (pure-Python PyYAML needs ~30 s for 1 MiB of one-character list items)."""
+
+    _nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._nodes += 1
+        if self._nodes > MAX_YAML_NODES:
+            raise yaml.composer.ComposerError(
+                None, None, f"more than {MAX_YAML_NODES} YAML nodes: not a manifest", self.peek_event().start_mark
+            )
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, f"YAML aliases (*{event.anchor}) are not allowed in a manifest", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+def _read_capped(path: Path) -> bytes:
+    """The file's bytes, refusing more than MAX_MANIFEST_BYTES without reading them all (also for a FIFO)."""
+    with path.open("rb") as fh:
+        data = fh.read(MAX_MANIFEST_BYTES + 1)
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestError(
+            str(path), None, f"the file is larger than {MAX_MANIFEST_BYTES} bytes (the manifest size cap)"
+        )
+    return data
+
+
 def load_manifest(path: str | Path) -> Manifest:
-    """Read and validate a manifest file (.yaml, .yml or .json)."""
+    """Read and validate a manifest file (.yaml, .yml or .json) of at most MAX_MANIFEST_BYTES."""
     path = Path(path)
     name = str(path)
+    kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_capped(path).decode("utf-8")
     except FileNotFoundError:
         raise ManifestError(name, None, "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError(name, None, f"cannot read: {exc}") from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if kind == "JSON" else yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - safe
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ManifestError(name, None, f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+        raise ManifestError(name, None, f"not valid {kind}: {exc}") from None
+    except RecursionError:
+        raise ManifestError(name, None, f"not valid {kind}: nested too deeply") from None
     return parse_manifest(data, source=str(path.resolve()))
 
 

@@ -1,4 +1,8 @@
-"""Render a turn's hook trace for people (the `hookwire run` / `chat` / `demo` output)."""
+"""Render a turn's hook trace and streamed chunks for people (the `hookwire run` / `chat` / `demo` output).
+
+What these functions return is safe to print on a terminal (host._terminal_text): extension names, details,
+tool names and model text are untrusted.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._snapshots import TraceEvent
+from ._terminal_text import terminal_safe
 
 _MARK = {
     "ok": "ok",
@@ -37,15 +42,15 @@ def format_trace(events: Iterable[TraceEvent], provenance: Mapping[str, str] | N
         lines.append("turn config set by extensions:")
         for field, ext in provenance.items():
             lines.append(f"  {field:<20} <- {ext}")
-    return "\n".join(lines)
+    return terminal_safe("\n".join(lines))
 
 
 def render_chunk(chunk: Any) -> str:
     """What a person watching the stream should see of one chunk ("" for chunks worth no output)."""
     if chunk.type == "text-delta":
-        return chunk.text or ""
+        return terminal_safe(chunk.text or "")
     if chunk.type == "tool-call":
-        return f"\n  [model calls {chunk.tool_name} {json.dumps(chunk.input)}]\n  "
+        return terminal_safe(f"\n  [model calls {chunk.tool_name} {json.dumps(chunk.input)}]\n  ")
     if chunk.type == "tool-result" and chunk.preliminary:
-        return f"[{chunk.tool_name} preliminary: {json.dumps(chunk.output)}] "
+        return terminal_safe(f"[{chunk.tool_name} preliminary: {json.dumps(chunk.output)}] ")
     return ""

@@ -9,6 +9,8 @@
     hookwire doctor
 
 Errors are one clear line on stderr (exit 1; 2 for usage), a traceback only with --debug.
+What came from an extension, a manifest or a model is printed through host._terminal_text.terminal_safe (no
+terminal escape sequences, no bidi overrides), log lines too.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 DEFAULT_MODEL = "hookwire/scripted"
+
+
+def _say(text: str, *, file: Any = None) -> None:
+    """print() for text that holds untrusted parts (extension, manifest or model output)."""
+    from ._terminal_text import terminal_safe
+
+    print(terminal_safe(text), file=file if file is not None else sys.stdout)
 
 
 class CliError(Exception):
@@ -85,10 +94,10 @@ def _cmd_validate(files: Sequence[str]) -> int:
             m = load_manifest(file)
         except ManifestError as exc:
             failed += 1
-            print(f"invalid  {exc}", file=sys.stderr)
+            _say(f"invalid  {exc}", file=sys.stderr)
         else:
             target = " ".join(m.command) if m.command else m.endpoint
-            print(f"ok       {file}: {m.name} {m.version} ({target})")
+            _say(f"ok       {file}: {m.name} {m.version} ({target})")
     return 1 if failed else 0
 
 
@@ -124,13 +133,13 @@ async def _cmd_list(manifests: Sequence[str], sandbox: str, as_json: bool) -> in
             return 0
         for info in infos:
             data = info.model_dump(mode="json", by_alias=True)
-            print(f"{data.get('name')} {data.get('version', '')}  [{data.get('state', '?')}]  pid {data.get('pid')}")
-            for key in ("hooks", "tools", "features", "permissions", "sandbox", "sandbox_missing"):
+            _say(f"{data.get('name')} {data.get('version', '')}  [{data.get('state', '?')}]  pid {data.get('pid')}")
+            for key in ("description", "hooks", "tools", "features", "permissions", "sandbox", "sandbox_missing"):
                 if key in data and data[key] not in (None, [], {}):
                     value = data[key]
                     if key == "tools":
                         value = [t["name"] if isinstance(t, dict) else t for t in value]
-                    print(f"  {key:<16} {json.dumps(value) if not isinstance(value, str) else value}")
+                    _say(f"  {key:<16} {json.dumps(value) if not isinstance(value, str) else value}")
     return 0
 
 
@@ -172,13 +181,13 @@ def _print_result(result: Any, show_trace: bool) -> None:
     print()
     status = getattr(result, "status", "?")
     if status != "completed":
-        print(f"[turn {status}{': ' + result.error if getattr(result, 'error', None) else ''}]")
+        _say(f"[turn {status}{': ' + result.error if getattr(result, 'error', None) else ''}]")
     failed_open = getattr(result, "failed_open", None)
     if failed_open:
-        print(f"[went on although these extensions failed open: {', '.join(failed_open)}]")
+        _say(f"[went on although these extensions failed open: {', '.join(failed_open)}]")
     denied = getattr(result, "denied", None)
     if denied:  # the beforeTurn trust boundary (permissions.turnConfig, request-option policy): see the trace
-        print(f"[refused from extensions' beforeTurn: {', '.join(f'{d.extension}: {d.field}' for d in denied)}]")
+        _say(f"[refused from extensions' beforeTurn: {', '.join(f'{d.extension}: {d.field}' for d in denied)}]")
     if show_trace:
         print(format_trace(result.trace, result.provenance))
 
@@ -263,11 +272,11 @@ def _cmd_doctor() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    from ._terminal_text import TerminalSafeFormatter
+
+    handler = logging.StreamHandler(sys.stderr)  # extension stderr lines and error texts reach the log
+    handler.setFormatter(TerminalSafeFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, handlers=[handler])
     try:
         if args.command == "ext":
             if args.ext_command == "validate":
@@ -291,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # one clear line unless --debug
         if args.debug:
             raise
-        print(f"hookwire: error: {exc}", file=sys.stderr)
+        _say(f"hookwire: error: {exc}", file=sys.stderr)
         return 1
     return 2
 

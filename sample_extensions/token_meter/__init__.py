@@ -1,6 +1,6 @@
 """token_meter — counts streamed text-delta chunks and characters per step (onChunk), and at each
 onStepFinish logs the step to stderr and writes the running totals into the context block
-`token_meter_usage` through the HostBridge (permissions: context write own)."""
+`token_meter.usage` through the HostBridge (permissions: context write own)."""
 
 from __future__ import annotations
 

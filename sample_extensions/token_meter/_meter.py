@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-CONTEXT_LABEL = "token_meter_usage"
+CONTEXT_LABEL = "token_meter.usage"  # its own namespace: `<sanitized name>.<label>`
 
 
 class StepUsage(BaseModel):

@@ -207,9 +207,9 @@ async def test_get_messages_with_messages_read(env: Env) -> None:
 
 
 async def test_get_context_own_label(env: Env) -> None:
-    env.session.context["audit_log_notes"] = "kept"
+    env.session.context["audit_log.notes"] = "kept"
     md = env.extension(context={"read": "own"})
-    reply = await env.stub.GetContext(pb.GetContextRequest(session_id=SESSION, label="audit_log_notes"), metadata=md)
+    reply = await env.stub.GetContext(pb.GetContextRequest(session_id=SESSION, label="audit_log.notes"), metadata=md)
     assert reply.HasField("content") and reply.content == "kept"
     missing = await env.stub.GetContext(pb.GetContextRequest(session_id=SESSION, label="audit_log"), metadata=md)
     assert not missing.HasField("content")
@@ -217,8 +217,8 @@ async def test_get_context_own_label(env: Env) -> None:
 
 async def test_set_context_own_label_records_the_extension(env: Env) -> None:
     md = env.extension(context={"write": "own"})
-    await env.stub.SetContext(pb.SetContextRequest(session_id=SESSION, label="audit_log_x", content="v"), metadata=md)
-    assert env.session.context == {"audit_log_x": "v"}
+    await env.stub.SetContext(pb.SetContextRequest(session_id=SESSION, label="audit_log.x", content="v"), metadata=md)
+    assert env.session.context == {"audit_log.x": "v"}
     assert env.session.context_writers == ["audit-log"]
 
 
@@ -309,6 +309,15 @@ async def test_own_context_does_not_reach_other_labels(env: Env, method: str) ->
     md = env.extension(context={"read": "own", "write": "own"})
     code, _ = await _code(_calls(env.stub)[method](md))  # label "other_x"
     assert code == grpc.StatusCode.PERMISSION_DENIED
+
+
+async def test_own_context_does_not_reach_a_sibling_whose_name_extends_it(env: Env) -> None:
+    """`own` of extension `my` does not reach `my_tools.usage`, a label of extension `my-tools`."""
+    md = env.extension(name="my", context={"read": "own"})
+    env.session.context["my_tools.usage"] = "theirs"
+    for label in ("my_tools.usage", "my_tools_usage"):
+        code, _ = await _code(env.stub.GetContext(pb.GetContextRequest(session_id=SESSION, label=label), metadata=md))
+        assert code == grpc.StatusCode.PERMISSION_DENIED, label
 
 
 async def test_own_context_does_not_match_a_longer_name(env: Env) -> None:

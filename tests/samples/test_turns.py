@@ -99,7 +99,7 @@ async def test_turn_audit_log_writes_tool_and_step_lines(tmp_path: Path) -> None
 async def test_turn_token_meter_fills_its_context_block(tmp_path: Path) -> None:
     async with agent(["token_meter"], tmp_path) as a:
         await a.chat("/chunks 5")
-        report = json.loads(await a.get_context("token_meter_usage") or "null")
+        report = json.loads(await a.get_context("token_meter.usage") or "null")
     assert report["steps"] == 1 and report["chunks"] == 5
 
 

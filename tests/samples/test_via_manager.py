@@ -145,7 +145,7 @@ async def test_token_meter_reports_into_its_context_block(mgr: ExtensionManager,
         mgr.on_chunk(ChunkSnapshot(type="text-delta", text=text), CTX)
     mgr.on_step_finish(StepSnapshot(step_number=0, finish_reason="stop", text="Hello!"), CTX)
     await mgr.flush(CTX)
-    report = json.loads(session.context["token_meter_usage"])
+    report = json.loads(session.context["token_meter.usage"])
     assert report["lastStep"] == {"stepNumber": 0, "chunks": 3, "chars": 6, "outputTokens": None}
 
 

@@ -37,6 +37,7 @@ from google.protobuf.message import DecodeError
 
 from ._extension_errors import ExtensionReplyError, ExtensionToolError, ExtensionUnavailableError
 from ._frame_bytes import observation_batch, observations_frame, serialize, with_prelude
+from ._reply_bounds import ToolReplyBounds
 
 log = logging.getLogger("hookwire.extensions")
 
@@ -60,6 +61,10 @@ _SEND = 2  # a frame written as is, no reply handled by the sender (execute_tool
 _HOOK_OF_BODY = {"before_turn": "beforeTurn", "before_tool_call": "beforeToolCall", "observations": "observations",
                  "execute_tool": "tool", "tool_event": "tool"}
 _BODY_FIELDS = {2: "before_turn", 3: "before_tool_call", 4: "observations", 5: "tool_event"}
+
+
+_TOOL_END = object()  # the ExecuteTool RPC ended (without an output, if the consumer still reads)
+_TOOL_DUE = object()  # a held preliminary may go out now
 
 
 def _raw(data: bytes) -> bytes:
@@ -486,47 +491,52 @@ class ExtensionConnection:
                     raise ExtensionUnavailableError(
                         f"extension {self.name!r} closed its Connect stream", extension=self.name
                     )
-                try:
-                    frame = pb.ExtensionFrame.FromString(raw)
-                except DecodeError as exc:
-                    self._undecodable(raw, exc)
-                    continue
-                fid = frame.id
-                if self._prelude_covers:
-                    carried = self._prelude_covers.pop(fid, None)
-                    if carried is not None:
-                        self._advance(carried)
-                covers = self._ack_covers.pop(fid, None)
-                if covers is not None:
-                    self._inflight -= 1
-                    if not self._window.is_set():
-                        self._window.set()
-                    if frame.observations.errors:
-                        self._report_errors(frame.observations.errors)
-                    self._advance(covers)
-                    continue
-                if fid == 0 and frame.HasField("observations"):
-                    # An extension that answers every frame (older ones do): its errors count, the ack nothing.
-                    if frame.observations.errors:
-                        self._report_errors(frame.observations.errors)
-                    continue
-                tool = self._tools.get(fid)
-                if tool is not None:
-                    if frame.HasField("tool_event"):
-                        tool.put_nowait(frame.tool_event)
-                    else:
-                        got = _HOOK_OF_BODY.get(frame.WhichOneof("body") or "", "an empty frame")
-                        tool.put_nowait(self._reject(
-                            f"reply of the wrong kind: {got} frame answering a tool call (field body)", "tool", "body"
-                        ))
-                    continue
-                if frame.HasField("tool_event") and self._kinds.get(fid) == "execute_tool":
-                    continue  # an event of a tool call its caller gave up on (cancelled, timed out)
-                self._answer(fid, frame)
+                self._on_frame(raw)
+                del raw  # a big reply must not stay referenced while the next read waits
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - the stream ended
             self._fail(exc)
+
+    def _on_frame(self, raw: bytes) -> None:
+        """Route one frame from the extension: an ack, a tool event, or the answer to an awaited call."""
+        try:
+            frame = pb.ExtensionFrame.FromString(raw)
+        except DecodeError as exc:
+            self._undecodable(raw, exc)
+            return
+        fid = frame.id
+        if self._prelude_covers:
+            carried = self._prelude_covers.pop(fid, None)
+            if carried is not None:
+                self._advance(carried)
+        covers = self._ack_covers.pop(fid, None)
+        if covers is not None:
+            self._inflight -= 1
+            if not self._window.is_set():
+                self._window.set()
+            if frame.observations.errors:
+                self._report_errors(frame.observations.errors)
+            self._advance(covers)
+            return
+        if fid == 0 and frame.HasField("observations"):
+            # An extension that answers every frame (older ones do): its errors count, the ack nothing.
+            if frame.observations.errors:
+                self._report_errors(frame.observations.errors)
+            return
+        tool = self._tools.get(fid)
+        if tool is not None:
+            if frame.HasField("tool_event"):
+                tool.put_nowait(frame.tool_event)
+            else:
+                got = _HOOK_OF_BODY.get(frame.WhichOneof("body") or "", "an empty frame")
+                tool.put_nowait(self._reject(
+                    f"reply of the wrong kind: {got} frame answering a tool call (field body)", "tool", "body"
+                ))
+            return
+        if frame.HasField("tool_event") and self._kinds.get(fid) == "execute_tool":
+            return  # an event of a tool call its caller gave up on (cancelled, timed out)
+        self._answer(fid, frame)
 
     def _reject(self, message: str, hook: str, field: str) -> ExtensionReplyError:
         self.rejected += 1
@@ -603,38 +613,87 @@ class ExtensionConnection:
     # -- tools ---------------------------------------------------------------------------------
 
     async def execute_tool(
-        self, request: pb.ExecuteToolRequest, timeout_s: float, on_preliminary: Callable[[Any], Any] | None
+        self, request: pb.ExecuteToolRequest, timeout_s: float, on_preliminary: Callable[[Any], Any] | None,
+        bounds: ToolReplyBounds | None = None,
     ) -> Any:
         """Run a tool; preliminary results go to on_preliminary. Raises ExtensionToolError on a tool error,
-        TimeoutError after timeout_s (on the stream) and ExtensionUnavailableError when the extension went away."""
+        TimeoutError after timeout_s (on the stream) and ExtensionUnavailableError when the extension went away.
+
+        `bounds` caps the output's size and thins a flood of preliminaries (host/_reply_bounds.py); both tool
+        paths feed one queue of events that `_consume_tool` reads."""
+        if bounds is None:
+            bounds = ToolReplyBounds(MAX_RECEIVE_BYTES, 1 << 62)
         if self.tools_on_stream:
-            return await self._stream_tool(request, timeout_s, on_preliminary)
+            return await self._stream_tool(request, timeout_s, on_preliminary, bounds)
         call = self._stub.ExecuteTool(request, metadata=self._md, timeout=timeout_s)
+        events: asyncio.Queue[Any] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for event in call:
+                    events.put_nowait(event)
+                events.put_nowait(_TOOL_END)
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer (RPC errors, a cancelled call)
+                events.put_nowait(exc)
+
+        pumping = asyncio.ensure_future(pump())
         try:
-            async for event in call:
-                if await self._tool_event(event, on_preliminary):
-                    return json.loads(event.output_json) if event.output_json else None
+            return await self._consume_tool(events, on_preliminary, bounds, request.name)
         finally:
             call.cancel()
-        raise ExtensionToolError(
-            f"extension {self.name!r}: tool {request.name!r} ended without an output", extension=self.name
-        )
+            pumping.cancel()
 
-    async def _tool_event(self, event: pb.ToolEvent, on_preliminary: Callable[[Any], Any] | None) -> bool:
-        """Handle one ToolEvent of either tool path: True for the final output; raises on a tool error."""
-        kind = event.WhichOneof("event")
-        if kind == "preliminary_json":
-            if on_preliminary is not None:
-                result = on_preliminary(json.loads(event.preliminary_json))
-                if inspect.isawaitable(result):
-                    await result
-            return False
-        if kind == "error":
-            raise ExtensionToolError(event.error.message or event.error.name, extension=self.name)
-        return kind == "output_json"
+    async def _consume_tool(self, events: asyncio.Queue[Any], on_preliminary: Callable[[Any], Any] | None,
+                            bounds: ToolReplyBounds, name: str) -> Any:
+        """Read one tool call's events: preliminaries (thinned by `bounds`) to on_preliminary, in order; the final
+        output decoded within the cap. Raises ExtensionToolError on a tool error, or what the queue carries."""
+        loop = asyncio.get_running_loop()
+        timer: asyncio.TimerHandle | None = None
+        try:
+            while True:
+                event = await events.get()
+                if event is _TOOL_DUE:
+                    timer = None
+                    text = bounds.take(loop.time())
+                    if text is not None:
+                        await self._deliver(bounds.preliminary(text), on_preliminary)
+                    elif bounds.due_in(loop.time()) is not None:
+                        timer = loop.call_later(bounds.due_in(loop.time()) or 0.0, events.put_nowait, _TOOL_DUE)
+                    continue
+                if event is _TOOL_END:
+                    raise ExtensionToolError(
+                        f"extension {self.name!r}: tool {name!r} ended without an output", extension=self.name
+                    )
+                if isinstance(event, BaseException):
+                    raise event
+                kind = event.WhichOneof("event")
+                if kind == "preliminary_json":
+                    text = bounds.offer(event.preliminary_json, loop.time())
+                    if text is not None:
+                        await self._deliver(bounds.preliminary(text), on_preliminary)
+                    elif timer is None and (wait := bounds.due_in(loop.time())) is not None:
+                        timer = loop.call_later(wait, events.put_nowait, _TOOL_DUE)
+                    continue
+                if kind == "error":
+                    raise ExtensionToolError(event.error.message or event.error.name, extension=self.name)
+                if kind == "output_json":
+                    bounds.discard_pending()  # superseded by the final output
+                    return bounds.output(event.output_json)
+                # an empty event: ignored, as before
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    @staticmethod
+    async def _deliver(value: Any, on_preliminary: Callable[[Any], Any] | None) -> None:
+        if on_preliminary is not None:
+            result = on_preliminary(value)
+            if inspect.isawaitable(result):
+                await result
 
     async def _stream_tool(
-        self, request: pb.ExecuteToolRequest, timeout_s: float, on_preliminary: Callable[[Any], Any] | None
+        self, request: pb.ExecuteToolRequest, timeout_s: float, on_preliminary: Callable[[Any], Any] | None,
+        bounds: ToolReplyBounds,
     ) -> Any:
         """A tool call as an `execute_tool` frame; its `tool_event` frames come back through the reader.
 
@@ -652,15 +711,12 @@ class ExtensionConnection:
         finished = False
         try:
             async with asyncio.timeout(timeout_s):
-                while True:
-                    event = await events.get()
-                    if isinstance(event, BaseException):
-                        finished = True
-                        raise event
-                    finished = event.WhichOneof("event") == "error"
-                    if await self._tool_event(event, on_preliminary):
-                        finished = True
-                        return json.loads(event.output_json) if event.output_json else None
+                result = await self._consume_tool(events, on_preliminary, bounds, request.name)
+                finished = True
+                return result
+        except (ExtensionToolError, ExtensionReplyError, ExtensionUnavailableError):
+            finished = True  # the call is over on the extension's side (an error event, or the stream broke)
+            raise
         finally:
             self._tools.pop(fid, None)
             self._prelude_covers.pop(fid, None)

@@ -40,6 +40,7 @@ from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime, tl
 from ._frame_bytes import context_field, observation_item
 from ._health import HealthProbe
 from ._manifest import HOOK_NAMES, Manifest, load_manifest
+from ._reply_bounds import tool_reply_bounds
 from ._snapshots import (
     CallContext,
     ChunkSnapshot,
@@ -841,8 +842,9 @@ class ExtensionManager:
         )
         t0 = time.perf_counter()
         timeout = ext.manifest.timeouts.tool_ms / 1000
+        bounds = tool_reply_bounds(ext.manifest)
         try:
-            result = await conn.execute_tool(req, timeout, on_preliminary)
+            result = await conn.execute_tool(req, timeout, on_preliminary, bounds)
         except ExtensionToolError as exc:
             self._trace(f"tool:{tool}", ext.name, "error", latency_ms=(time.perf_counter() - t0) * 1000,
                         detail=str(exc), context=context)
@@ -887,7 +889,11 @@ class ExtensionManager:
             raise ExtensionToolError(
                 f"tool {name!r} of extension {ext.name!r} failed: {code.name}: {exc.details()}", extension=ext.name
             ) from None
-        self._trace(f"tool:{tool}", ext.name, "ok", latency_ms=(time.perf_counter() - t0) * 1000, context=context)
+        bounded = bounds.summary()
+        if bounded:
+            log.warning("extension %r tool %r: %s", ext.name, tool, bounded)
+        self._trace(f"tool:{tool}", ext.name, "ok", latency_ms=(time.perf_counter() - t0) * 1000, detail=bounded,
+                    context=context)
         return result
 
     # -- sessions (HostBridge) -----------------------------------------------------------------

@@ -80,6 +80,16 @@ class Limits(_Model):
     cpu_seconds: int = Field(default=300, gt=0)
     open_files: int = Field(default=256, ge=16)
     processes: int = Field(default=64, ge=1)
+    tool_output_kb: int = Field(
+        default=256, ge=1, le=16_384,
+        description="The most of one tool output (and of one preliminary result) the host keeps, in KiB; more is "
+        "truncated with a visible marker before it reaches the transcript, the model or the store",
+    )
+    tool_preliminaries: int = Field(
+        default=1_000, ge=0, le=1_000_000,
+        description="Preliminary results of one tool call delivered at most (a flood is also thinned to ~20/s "
+        "after a burst of 64); the final output is always delivered",
+    )
 
 
 class Timeouts(_Model):

@@ -128,6 +128,7 @@ class ExtensionConnection:
         credentials: grpc.ChannelCredentials | None = None,
         on_observation_error: Callable[[pb.HookError], None] | None = None,
         on_lost: Callable[[str], None] | None = None,
+        on_stalled: Callable[[float], None] | None = None,
         observe_timeout_s: float = 5.0,
         queue_max: int = QUEUE_MAX,
         coalesce_s: float = COALESCE_S,
@@ -153,6 +154,7 @@ class ExtensionConnection:
         self._md = ((TOKEN_METADATA_KEY, token),)
         self._on_obs_error = on_observation_error
         self._on_lost = on_lost
+        self._on_stalled = on_stalled
         self._observe_timeout_s = observe_timeout_s
         self._queue_max = queue_max
         self.describe: pb.DescribeResponse | None = None
@@ -190,6 +192,13 @@ class ExtensionConnection:
         self._broken: BaseException | None = None
         self._closed = False
         self.dropped = 0
+        # Stall detection (a hung observer): observations written but not acknowledged, and since when nothing
+        # was acknowledged. No progress for observe_timeout_s: the observer is stalled (on_stalled, once).
+        self._sent_log: deque[tuple[int, bytes, int]] = deque()  # (last seq, context record, items) per frame
+        self._unacked_since: float | None = None
+        self._stall_timer: asyncio.TimerHandle | None = None
+        self._stalled = False
+        self.lost: dict[bytes, int] = {}  # context record -> observations never handled (set when the connection broke)
         self._last_ctx: bytes = b""  # the context record of the latest observation
 
     # -- set-up --------------------------------------------------------------------------------
@@ -259,6 +268,7 @@ class ExtensionConnection:
         """Enqueue one observation (never blocks): its serialized context record and item record
         (host/_frame_bytes.py). Consecutive items with equal contexts share a frame."""
         if self._broken is not None or self._closed:
+            self.lost[context] = self.lost.get(context, 0) + 1  # counted for the turn's flush
             return
         if context is not self._last_ctx and context == self._last_ctx:
             context = self._last_ctx  # keep one object per context: the sender batches by identity
@@ -318,24 +328,89 @@ class ExtensionConnection:
 
     async def flush(self, timeout_s: float) -> bool:
         """Wait until everything enqueued so far was handled (acked) by the extension. False on timeout."""
+        return await self.flush_outcome(timeout_s) in ("ok", "lost")
+
+    async def flush_outcome(self, timeout_s: float) -> str:
+        """Wait until everything enqueued so far was handled: "ok"; "lost" when the connection broke (see `lost`);
+        "stalled" when the observer made no progress for observe_timeout_s (at once if that was already so);
+        "timeout" after timeout_s."""
         target = self._enq_seq
-        if self._done_seq >= target or self._broken is not None or self._closed:
-            return True
-        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        if self._done_seq >= target:
+            return "ok"
+        if self._broken is not None or self._closed:
+            return "lost"
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
         entry = (target, fut)
         self._flush_waiters.append(entry)
         self.request_flush()
+        end = loop.time() + timeout_s
         try:
-            return await asyncio.wait_for(fut, timeout_s)
-        except TimeoutError:
-            return False
+            while True:
+                since = self._unacked_since
+                stall_end = since + self._observe_timeout_s if since is not None else end
+                left = min(end, stall_end) - loop.time()
+                if left <= 0:
+                    return "stalled" if stall_end < end else "timeout"
+                await asyncio.wait((fut,), timeout=left)
+                if fut.done():
+                    return "ok" if fut.result() else "lost"
         finally:
             with contextlib.suppress(ValueError):
                 self._flush_waiters.remove(entry)
 
+    def pending_contexts(self) -> set[bytes]:
+        """The context records of observations written or queued and not yet handled."""
+        done = self._done_seq
+        out = {ctx for seq, ctx, _ in self._sent_log if seq > done}
+        out.update(e[1] for e in self._outbox if e[0] == _OBS)
+        return out
+
+    def _note_sent(self, ctx: bytes, covers: int, n: int) -> None:
+        """Observations were written: remember them (lost counts) and start the stall watch."""
+        if n:
+            self._sent_log.append((covers, ctx, n))
+        if self._unacked_since is None and covers > self._done_seq:
+            self._unacked_since = asyncio.get_running_loop().time()
+            self._arm_stall_watch(self._observe_timeout_s / 2)
+
+    def _arm_stall_watch(self, delay: float) -> None:
+        if self._stall_timer is None and not self._closed:
+            self._stall_timer = asyncio.get_running_loop().call_later(delay, self._stall_check)
+
+    def _stall_check(self) -> None:
+        """Half-way: ask for an ack if nothing asked for one; at the deadline: the observer is stalled."""
+        self._stall_timer = None
+        since = self._unacked_since
+        if since is None or self._broken is not None or self._closed:
+            return
+        elapsed = asyncio.get_running_loop().time() - since
+        if elapsed >= self._observe_timeout_s:
+            if not self._stalled:
+                self._stalled = True
+                log.warning("extension %r: observations not acknowledged for %.0f ms (stalled)", self.name,
+                            elapsed * 1000)
+                if self._on_stalled is not None:
+                    self._on_stalled(elapsed)
+            return
+        if self._ack_req_seq < self._sent_seq and self._flush_seq < self._sent_seq:
+            self._flush_seq = self._sent_seq  # nothing asked for an ack of what was sent: ask now
+            self._hurry()
+        self._arm_stall_watch(self._observe_timeout_s - elapsed)
+
     def _advance(self, covers: int) -> None:
         if covers > self._done_seq:
             self._done_seq = covers
+            log_ = self._sent_log
+            while log_ and log_[0][0] <= covers:
+                log_.popleft()
+            if self._unacked_since is not None:  # progress: the stall watch restarts from now
+                self._stalled = False
+                if self._done_seq >= self._sent_seq:
+                    self._unacked_since = None
+                else:
+                    self._unacked_since = asyncio.get_running_loop().time()
+                    self._arm_stall_watch(self._observe_timeout_s / 2)
         if self._flush_waiters:
             for target, fut in list(self._flush_waiters):
                 if target <= self._done_seq and not fut.done():
@@ -412,6 +487,7 @@ class ExtensionConnection:
                     self._unacked_items += len(items)
                     if covers > self._sent_seq:
                         self._sent_seq = covers
+                    self._note_sent(ctx, covers, len(items))
                     if self.prelude and outbox and self._can_carry(outbox[0]):
                         await self._write_with_prelude(outbox.popleft()[1], ctx, items, covers)
                         continue
@@ -425,6 +501,8 @@ class ExtensionConnection:
                         self._report_errors(ack.errors)
                     except grpc.aio.AioRpcError as exc:
                         log.warning("extension %r: Observe failed: %s", self.name, exc.details() or exc.code())
+                        if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and self._on_stalled is not None:
+                            self._on_stalled(self._observe_timeout_s)
                     self._advance(covers)
         except asyncio.CancelledError:
             raise
@@ -587,6 +665,7 @@ class ExtensionConnection:
         if self._broken is not None:
             return
         self._broken = exc
+        self._count_lost()
         if not self._closed:
             detail = exc.details() if isinstance(exc, grpc.aio.AioRpcError) else str(exc)
             log.info("extension %r: connection lost: %s", self.name, detail)
@@ -609,6 +688,22 @@ class ExtensionConnection:
             if not fut.done():
                 fut.set_result(False)
         self._window.set()
+
+    def _count_lost(self) -> None:
+        """The connection broke: count, per context, the observations the extension never handled."""
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+        lost: dict[bytes, int] = {}
+        done = self._done_seq
+        for seq, ctx, n in self._sent_log:
+            if seq > done:
+                lost[ctx] = lost.get(ctx, 0) + n
+        for e in self._outbox:
+            if e[0] == _OBS:
+                lost[e[1]] = lost.get(e[1], 0) + 1
+        self._sent_log.clear()
+        self.lost = lost
 
     # -- tools ---------------------------------------------------------------------------------
 

@@ -64,7 +64,56 @@ _BODY_FIELDS = {2: "before_turn", 3: "before_tool_call", 4: "observations", 5: "
 
 
 _TOOL_END = object()  # the ExecuteTool RPC ended (without an output, if the consumer still reads)
-_TOOL_DUE = object()  # a held preliminary may go out now
+
+
+class _ToolSink:
+    """One tool call's events on their way to the caller. Preliminaries are thinned here, as they arrive (in the
+    reader, host/_reply_bounds.py), so a flood costs one check per event: only those let through are queued (as
+    their JSON text); a held one is queued by a timer when its turn comes. Anything else is queued as it is."""
+
+    __slots__ = ("queue", "bounds", "_timer", "_done")
+
+    def __init__(self, bounds: ToolReplyBounds) -> None:
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.bounds = bounds
+        self._timer: asyncio.TimerHandle | None = None
+        self._done = False
+
+    def put_nowait(self, event: Any) -> None:
+        if self._done:
+            return
+        if isinstance(event, pb.ToolEvent):
+            kind = event.WhichOneof("event")
+            if kind == "preliminary_json":
+                loop = asyncio.get_running_loop()
+                text = self.bounds.offer(event.preliminary_json, loop.time())
+                if text is not None:
+                    self.queue.put_nowait(text)
+                elif self._timer is None and (wait := self.bounds.due_in(loop.time())) is not None:
+                    self._timer = loop.call_later(wait, self._due)
+                return
+            if kind in ("output_json", "error"):
+                self.close()  # a held preliminary is superseded by the final output
+        elif event is _TOOL_END or isinstance(event, BaseException):
+            self.close()
+        self.queue.put_nowait(event)
+
+    def _due(self) -> None:
+        self._timer = None
+        loop = asyncio.get_running_loop()
+        text = self.bounds.take(loop.time())
+        if text is not None:
+            self.queue.put_nowait(text)
+        elif (wait := self.bounds.due_in(loop.time())) is not None:
+            self._timer = loop.call_later(wait, self._due)
+
+    def close(self) -> None:
+        """Nothing more is let through (the call ended); a held preliminary is dropped."""
+        self._done = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.bounds.discard_pending()
 
 
 def _raw(data: bytes) -> bytes:
@@ -171,7 +220,7 @@ class ExtensionConnection:
         self._flush_seq = 0  # the last observation a flush waits for
         self._unacked_frames = 0  # observation frames written since the last one that asked for an ack
         self._unacked_items = 0
-        self._tools: dict[int, asyncio.Queue[Any]] = {}  # tool call id -> its events (connect-tools)
+        self._tools: dict[int, _ToolSink] = {}  # tool call id -> its events (connect-tools)
         self._stream: Any = None
         self._outbox: deque[tuple[Any, ...]] = deque()
         self._obs_count = 0
@@ -721,63 +770,45 @@ class ExtensionConnection:
         if self.tools_on_stream:
             return await self._stream_tool(request, timeout_s, on_preliminary, bounds)
         call = self._stub.ExecuteTool(request, metadata=self._md, timeout=timeout_s)
-        events: asyncio.Queue[Any] = asyncio.Queue()
+        sink = _ToolSink(bounds)
 
         async def pump() -> None:
             try:
                 async for event in call:
-                    events.put_nowait(event)
-                events.put_nowait(_TOOL_END)
+                    sink.put_nowait(event)
+                sink.put_nowait(_TOOL_END)
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer (RPC errors, a cancelled call)
-                events.put_nowait(exc)
+                sink.put_nowait(exc)
 
         pumping = asyncio.ensure_future(pump())
         try:
-            return await self._consume_tool(events, on_preliminary, bounds, request.name)
+            return await self._consume_tool(sink, on_preliminary, request.name)
         finally:
+            sink.close()
             call.cancel()
             pumping.cancel()
 
-    async def _consume_tool(self, events: asyncio.Queue[Any], on_preliminary: Callable[[Any], Any] | None,
-                            bounds: ToolReplyBounds, name: str) -> Any:
-        """Read one tool call's events: preliminaries (thinned by `bounds`) to on_preliminary, in order; the final
-        output decoded within the cap. Raises ExtensionToolError on a tool error, or what the queue carries."""
-        loop = asyncio.get_running_loop()
-        timer: asyncio.TimerHandle | None = None
-        try:
-            while True:
-                event = await events.get()
-                if event is _TOOL_DUE:
-                    timer = None
-                    text = bounds.take(loop.time())
-                    if text is not None:
-                        await self._deliver(bounds.preliminary(text), on_preliminary)
-                    elif bounds.due_in(loop.time()) is not None:
-                        timer = loop.call_later(bounds.due_in(loop.time()) or 0.0, events.put_nowait, _TOOL_DUE)
-                    continue
-                if event is _TOOL_END:
-                    raise ExtensionToolError(
-                        f"extension {self.name!r}: tool {name!r} ended without an output", extension=self.name
-                    )
-                if isinstance(event, BaseException):
-                    raise event
-                kind = event.WhichOneof("event")
-                if kind == "preliminary_json":
-                    text = bounds.offer(event.preliminary_json, loop.time())
-                    if text is not None:
-                        await self._deliver(bounds.preliminary(text), on_preliminary)
-                    elif timer is None and (wait := bounds.due_in(loop.time())) is not None:
-                        timer = loop.call_later(wait, events.put_nowait, _TOOL_DUE)
-                    continue
-                if kind == "error":
-                    raise ExtensionToolError(event.error.message or event.error.name, extension=self.name)
-                if kind == "output_json":
-                    bounds.discard_pending()  # superseded by the final output
-                    return bounds.output(event.output_json)
-                # an empty event: ignored, as before
-        finally:
-            if timer is not None:
-                timer.cancel()
+    async def _consume_tool(self, sink: _ToolSink, on_preliminary: Callable[[Any], Any] | None, name: str) -> Any:
+        """Read one tool call's events: the preliminaries `sink` let through go to on_preliminary, in order; the
+        final output is decoded within the cap. Raises ExtensionToolError on a tool error, or what the sink carries."""
+        bounds = sink.bounds
+        queue = sink.queue
+        while True:
+            event = await queue.get()
+            if type(event) is str:  # a preliminary let through
+                await self._deliver(bounds.preliminary(event), on_preliminary)
+                continue
+            if event is _TOOL_END:
+                raise ExtensionToolError(
+                    f"extension {self.name!r}: tool {name!r} ended without an output", extension=self.name
+                )
+            if isinstance(event, BaseException):
+                raise event
+            kind = event.WhichOneof("event")
+            if kind == "error":
+                raise ExtensionToolError(event.error.message or event.error.name, extension=self.name)
+            if kind == "output_json":
+                return bounds.output(event.output_json)
 
     @staticmethod
     async def _deliver(value: Any, on_preliminary: Callable[[Any], Any] | None) -> None:
@@ -799,20 +830,21 @@ class ExtensionConnection:
         self._next_id += 1
         fid = self._next_id
         self._remember(fid, "execute_tool")
-        events: asyncio.Queue[Any] = asyncio.Queue()
-        self._tools[fid] = events
+        sink = _ToolSink(bounds)
+        self._tools[fid] = sink
         self._outbox.append((_SEND, pb.HostFrame(id=fid, execute_tool=request)))
         self._hurry()
         finished = False
         try:
             async with asyncio.timeout(timeout_s):
-                result = await self._consume_tool(events, on_preliminary, bounds, request.name)
+                result = await self._consume_tool(sink, on_preliminary, request.name)
                 finished = True
                 return result
         except (ExtensionToolError, ExtensionReplyError, ExtensionUnavailableError):
             finished = True  # the call is over on the extension's side (an error event, or the stream broke)
             raise
         finally:
+            sink.close()
             self._tools.pop(fid, None)
             self._prelude_covers.pop(fid, None)
             if not finished and self._broken is None and not self._closed:

@@ -41,7 +41,7 @@ from ._frame_bytes import context_field, observation_item
 from ._health import HealthProbe
 from ._manifest import HOOK_NAMES, Manifest, load_manifest
 from ._observer_ledger import ObserverLedger
-from ._reply_bounds import tool_reply_bounds
+from ._reply_bounds import bounded_substitute, tool_reply_bounds
 from ._snapshots import (
     CallContext,
     ChunkSnapshot,
@@ -716,8 +716,9 @@ class ExtensionManager:
             return ExtensionDecision(action="block", reason=fields.get("reason") or f"blocked by extension {ext.name!r}",
                                      extension=ext.name)
         if action == "substitute":
-            self._trace(hook, ext.name, "ok", latency_ms=ms, detail="substitute", context=context)
-            return ExtensionDecision(action="substitute", output=fields["output"], reason=fields.get("reason"),
+            output, detail = bounded_substitute(ext.manifest, resp.decision.output_json, fields["output"])
+            self._trace(hook, ext.name, "ok", latency_ms=ms, detail=detail, context=context)
+            return ExtensionDecision(action="substitute", output=output, reason=fields.get("reason"),
                                      extension=ext.name)
         self._trace(hook, ext.name, "ok", latency_ms=ms, context=context)
         if action == "allow" and "input" in fields:

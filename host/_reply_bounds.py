@@ -36,7 +36,8 @@ def decode_bounded(text: str, cap: int) -> tuple[Any, int | None]:
     if text.lstrip()[:1] == '"':  # a JSON string: keep its first `cap` bytes, visibly cut
         value = json.loads(text)
         if isinstance(value, str):
-            return Budget(cap).text(value, cap), size
+            cut = Budget(cap).text(value, cap)
+            return cut, (size if cut is not value else None)  # escapes may make the JSON bigger than the text
     return truncation_marker(text, size), size
 
 
@@ -129,3 +130,15 @@ class ToolReplyBounds:
 def tool_reply_bounds(manifest: Manifest) -> ToolReplyBounds:
     """The bounds of one call of a tool of the extension `manifest` declares (its `limits`)."""
     return ToolReplyBounds(manifest.limits.tool_output_kb * 1024, manifest.limits.tool_preliminaries)
+
+
+def bounded_substitute(manifest: Manifest, text: str, value: Any) -> tuple[Any, str]:
+    """A beforeToolCall substitute output (`value`, decoded from `text`) within the extension's toolOutputKb: it
+    takes the tool output's place in the transcript, so it gets the same cap. (output, trace detail)."""
+    cap = manifest.limits.tool_output_kb * 1024
+    if len(text) <= cap // 4:  # at most 4 bytes per character: surely within the cap
+        return value, "substitute"
+    bounded, size = decode_bounded(text, cap)
+    if size is None:
+        return value, "substitute"
+    return bounded, f"substitute; output of {size} bytes truncated to limits.toolOutputKb ({cap // 1024} KiB)"

@@ -83,6 +83,21 @@ async def test_oversize_json_tool_output_becomes_a_truncated_marker_with_its_siz
            f"{len(sent)} bytes -> marker with a {PREVIEW_BYTES} B preview")
 
 
+async def test_an_oversize_substitute_output_is_cut_to_the_deciders_cap(tmp_path: Path, record: Record) -> None:
+    """A beforeToolCall decider substituting 1 MiB for the tool's output gets its own limits.toolOutputKb (16)."""
+    m = bounds(tmp_path, "none", "--decider", "substitute_big", limits={"toolOutputKb": 16},
+               hooks={"beforeToolCall": {"decisions": True}})
+    async with host(tmp_path, m) as agent:
+        result = await agent.chat('/tool echo {"msg": "a"}\n/next\ndone')
+    cut = 1024 * 1024 - 16384
+    assert tool_output(result, "echo") == ("hookwire " * (MIB // 9 + 1))[:16384] + f"…[truncated {cut} bytes]"
+    decided = next(e for e in result.trace if e.hook == "beforeToolCall")
+    assert decided.detail == f"substitute; output of {MIB + 2} bytes truncated to limits.toolOutputKb (16 KiB)"
+    await persisted_and_next_turn_works(tmp_path, result)
+    record("1 MiB substitute output, toolOutputKb 16 (item 10)", "cut to the decider's cap with the marker",
+           f"16 KiB kept, {cut} bytes cut")
+
+
 async def test_preliminaries_over_the_per_call_cap_are_dropped_and_the_final_output_still_arrives(
     tmp_path: Path, record: Record
 ) -> None:

@@ -768,11 +768,11 @@ class ExtensionManager:
         ctx = self._ctx_record
         item = observation_item(obs)
         ledger = self._ledger
+        if ledger.any_detached:  # a stalled observer is detached for the rest of the turn (counted)
+            subs = [ext for ext in subs if not ledger.skip(ext.name, ctx)]
         for ext in subs:
             conn = ext.conn
             if conn is not None:
-                if ledger.any_detached and ledger.skip(ext.name, ctx):
-                    continue  # a stalled observer, detached for the rest of this turn
                 conn.observe(ctx, item, is_chunk)
             else:  # restarting (or quarantined): counted, reported by the turn's flush
                 ledger.add_lost(ext.name, {ctx: 1})

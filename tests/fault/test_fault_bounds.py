@@ -142,6 +142,8 @@ async def test_a_stalled_observer_is_detached_for_the_rest_of_the_turn_and_tried
         first = await agent.chat('/tool echo {"msg": "a"}\n/next\n/tool nap {}\n/next\ndone')
         steps = scratch_dir(agent) / "steps.jsonl"
         await wait_until(steps.exists, 10)  # the observer woke up and handled step 0 of the first turn
+        # A tool call's answer comes after the ack of the frames before it: the host has seen the observer recover.
+        assert await agent.manager.execute_tool("bounds_stream", {"n": 0}) == "streamed 0"
         second = await agent.chat("again")
         await wait_until(lambda: len(steps.read_text().splitlines()) == 2, 10)
         handled = [json.loads(line) for line in steps.read_text().splitlines()]

@@ -37,6 +37,7 @@ from google.protobuf.message import DecodeError
 
 from ._extension_errors import ExtensionReplyError, ExtensionToolError, ExtensionUnavailableError
 from ._frame_bytes import observation_batch, observations_frame, serialize, with_prelude
+from ._reply_bounds import ToolReplyBounds
 
 log = logging.getLogger("hookwire.extensions")
 
@@ -60,6 +61,59 @@ _SEND = 2  # a frame written as is, no reply handled by the sender (execute_tool
 _HOOK_OF_BODY = {"before_turn": "beforeTurn", "before_tool_call": "beforeToolCall", "observations": "observations",
                  "execute_tool": "tool", "tool_event": "tool"}
 _BODY_FIELDS = {2: "before_turn", 3: "before_tool_call", 4: "observations", 5: "tool_event"}
+
+
+_TOOL_END = object()  # the ExecuteTool RPC ended (without an output, if the consumer still reads)
+
+
+class _ToolSink:
+    """One tool call's events on their way to the caller. Preliminaries are thinned here, as they arrive (in the
+    reader, host/_reply_bounds.py), so a flood costs one check per event: only those let through are queued (as
+    their JSON text); a held one is queued by a timer when its turn comes. Anything else is queued as it is."""
+
+    __slots__ = ("queue", "bounds", "_timer", "_done")
+
+    def __init__(self, bounds: ToolReplyBounds) -> None:
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.bounds = bounds
+        self._timer: asyncio.TimerHandle | None = None
+        self._done = False
+
+    def put_nowait(self, event: Any) -> None:
+        if self._done:
+            return
+        if isinstance(event, pb.ToolEvent):
+            kind = event.WhichOneof("event")
+            if kind == "preliminary_json":
+                loop = asyncio.get_running_loop()
+                text = self.bounds.offer(event.preliminary_json, loop.time())
+                if text is not None:
+                    self.queue.put_nowait(text)
+                elif self._timer is None and (wait := self.bounds.due_in(loop.time())) is not None:
+                    self._timer = loop.call_later(wait, self._due)
+                return
+            if kind in ("output_json", "error"):
+                self.close()  # a held preliminary is superseded by the final output
+        elif event is _TOOL_END or isinstance(event, BaseException):
+            self.close()
+        self.queue.put_nowait(event)
+
+    def _due(self) -> None:
+        self._timer = None
+        loop = asyncio.get_running_loop()
+        text = self.bounds.take(loop.time())
+        if text is not None:
+            self.queue.put_nowait(text)
+        elif (wait := self.bounds.due_in(loop.time())) is not None:
+            self._timer = loop.call_later(wait, self._due)
+
+    def close(self) -> None:
+        """Nothing more is let through (the call ended); a held preliminary is dropped."""
+        self._done = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.bounds.discard_pending()
 
 
 def _raw(data: bytes) -> bytes:
@@ -123,6 +177,7 @@ class ExtensionConnection:
         credentials: grpc.ChannelCredentials | None = None,
         on_observation_error: Callable[[pb.HookError], None] | None = None,
         on_lost: Callable[[str], None] | None = None,
+        on_stalled: Callable[[float], None] | None = None,
         observe_timeout_s: float = 5.0,
         queue_max: int = QUEUE_MAX,
         coalesce_s: float = COALESCE_S,
@@ -148,6 +203,7 @@ class ExtensionConnection:
         self._md = ((TOKEN_METADATA_KEY, token),)
         self._on_obs_error = on_observation_error
         self._on_lost = on_lost
+        self._on_stalled = on_stalled
         self._observe_timeout_s = observe_timeout_s
         self._queue_max = queue_max
         self.describe: pb.DescribeResponse | None = None
@@ -164,7 +220,7 @@ class ExtensionConnection:
         self._flush_seq = 0  # the last observation a flush waits for
         self._unacked_frames = 0  # observation frames written since the last one that asked for an ack
         self._unacked_items = 0
-        self._tools: dict[int, asyncio.Queue[Any]] = {}  # tool call id -> its events (connect-tools)
+        self._tools: dict[int, _ToolSink] = {}  # tool call id -> its events (connect-tools)
         self._stream: Any = None
         self._outbox: deque[tuple[Any, ...]] = deque()
         self._obs_count = 0
@@ -185,6 +241,13 @@ class ExtensionConnection:
         self._broken: BaseException | None = None
         self._closed = False
         self.dropped = 0
+        # Stall detection (a hung observer): observations written but not acknowledged, and since when nothing
+        # was acknowledged. No progress for observe_timeout_s: the observer is stalled (on_stalled, once).
+        self._sent_log: deque[tuple[int, bytes, int]] = deque()  # (last seq, context record, items) per frame
+        self._unacked_since: float | None = None
+        self._stall_timer: asyncio.TimerHandle | None = None
+        self._stalled = False
+        self.lost: dict[bytes, int] = {}  # context record -> observations never handled (set when the connection broke)
         self._last_ctx: bytes = b""  # the context record of the latest observation
 
     # -- set-up --------------------------------------------------------------------------------
@@ -254,6 +317,7 @@ class ExtensionConnection:
         """Enqueue one observation (never blocks): its serialized context record and item record
         (host/_frame_bytes.py). Consecutive items with equal contexts share a frame."""
         if self._broken is not None or self._closed:
+            self.lost[context] = self.lost.get(context, 0) + 1  # counted for the turn's flush
             return
         if context is not self._last_ctx and context == self._last_ctx:
             context = self._last_ctx  # keep one object per context: the sender batches by identity
@@ -313,24 +377,89 @@ class ExtensionConnection:
 
     async def flush(self, timeout_s: float) -> bool:
         """Wait until everything enqueued so far was handled (acked) by the extension. False on timeout."""
+        return await self.flush_outcome(timeout_s) in ("ok", "lost")
+
+    async def flush_outcome(self, timeout_s: float) -> str:
+        """Wait until everything enqueued so far was handled: "ok"; "lost" when the connection broke (see `lost`);
+        "stalled" when the observer made no progress for observe_timeout_s (at once if that was already so);
+        "timeout" after timeout_s."""
         target = self._enq_seq
-        if self._done_seq >= target or self._broken is not None or self._closed:
-            return True
-        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        if self._done_seq >= target:
+            return "ok"
+        if self._broken is not None or self._closed:
+            return "lost"
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
         entry = (target, fut)
         self._flush_waiters.append(entry)
         self.request_flush()
+        end = loop.time() + timeout_s
         try:
-            return await asyncio.wait_for(fut, timeout_s)
-        except TimeoutError:
-            return False
+            while True:
+                since = self._unacked_since
+                stall_end = since + self._observe_timeout_s if since is not None else end
+                left = min(end, stall_end) - loop.time()
+                if left <= 0:
+                    return "stalled" if stall_end < end else "timeout"
+                await asyncio.wait((fut,), timeout=left)
+                if fut.done():
+                    return "ok" if fut.result() else "lost"
         finally:
             with contextlib.suppress(ValueError):
                 self._flush_waiters.remove(entry)
 
+    def pending_contexts(self) -> set[bytes]:
+        """The context records of observations written or queued and not yet handled."""
+        done = self._done_seq
+        out = {ctx for seq, ctx, _ in self._sent_log if seq > done}
+        out.update(e[1] for e in self._outbox if e[0] == _OBS)
+        return out
+
+    def _note_sent(self, ctx: bytes, covers: int, n: int) -> None:
+        """Observations were written: remember them (lost counts) and start the stall watch."""
+        if n:
+            self._sent_log.append((covers, ctx, n))
+        if self._unacked_since is None and covers > self._done_seq:
+            self._unacked_since = asyncio.get_running_loop().time()
+            self._arm_stall_watch(self._observe_timeout_s / 2)
+
+    def _arm_stall_watch(self, delay: float) -> None:
+        if self._stall_timer is None and not self._closed:
+            self._stall_timer = asyncio.get_running_loop().call_later(delay, self._stall_check)
+
+    def _stall_check(self) -> None:
+        """Half-way: ask for an ack if nothing asked for one; at the deadline: the observer is stalled."""
+        self._stall_timer = None
+        since = self._unacked_since
+        if since is None or self._broken is not None or self._closed:
+            return
+        elapsed = asyncio.get_running_loop().time() - since
+        if elapsed >= self._observe_timeout_s:
+            if not self._stalled:
+                self._stalled = True
+                log.warning("extension %r: observations not acknowledged for %.0f ms (stalled)", self.name,
+                            elapsed * 1000)
+                if self._on_stalled is not None:
+                    self._on_stalled(elapsed)
+            return
+        if self._ack_req_seq < self._sent_seq and self._flush_seq < self._sent_seq:
+            self._flush_seq = self._sent_seq  # nothing asked for an ack of what was sent: ask now
+            self._hurry()
+        self._arm_stall_watch(self._observe_timeout_s - elapsed)
+
     def _advance(self, covers: int) -> None:
         if covers > self._done_seq:
             self._done_seq = covers
+            log_ = self._sent_log
+            while log_ and log_[0][0] <= covers:
+                log_.popleft()
+            if self._unacked_since is not None:  # progress: the stall watch restarts from now
+                self._stalled = False
+                if self._done_seq >= self._sent_seq:
+                    self._unacked_since = None
+                else:
+                    self._unacked_since = asyncio.get_running_loop().time()
+                    self._arm_stall_watch(self._observe_timeout_s / 2)
         if self._flush_waiters:
             for target, fut in list(self._flush_waiters):
                 if target <= self._done_seq and not fut.done():
@@ -407,6 +536,7 @@ class ExtensionConnection:
                     self._unacked_items += len(items)
                     if covers > self._sent_seq:
                         self._sent_seq = covers
+                    self._note_sent(ctx, covers, len(items))
                     if self.prelude and outbox and self._can_carry(outbox[0]):
                         await self._write_with_prelude(outbox.popleft()[1], ctx, items, covers)
                         continue
@@ -420,6 +550,8 @@ class ExtensionConnection:
                         self._report_errors(ack.errors)
                     except grpc.aio.AioRpcError as exc:
                         log.warning("extension %r: Observe failed: %s", self.name, exc.details() or exc.code())
+                        if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and self._on_stalled is not None:
+                            self._on_stalled(self._observe_timeout_s)
                     self._advance(covers)
         except asyncio.CancelledError:
             raise
@@ -486,47 +618,52 @@ class ExtensionConnection:
                     raise ExtensionUnavailableError(
                         f"extension {self.name!r} closed its Connect stream", extension=self.name
                     )
-                try:
-                    frame = pb.ExtensionFrame.FromString(raw)
-                except DecodeError as exc:
-                    self._undecodable(raw, exc)
-                    continue
-                fid = frame.id
-                if self._prelude_covers:
-                    carried = self._prelude_covers.pop(fid, None)
-                    if carried is not None:
-                        self._advance(carried)
-                covers = self._ack_covers.pop(fid, None)
-                if covers is not None:
-                    self._inflight -= 1
-                    if not self._window.is_set():
-                        self._window.set()
-                    if frame.observations.errors:
-                        self._report_errors(frame.observations.errors)
-                    self._advance(covers)
-                    continue
-                if fid == 0 and frame.HasField("observations"):
-                    # An extension that answers every frame (older ones do): its errors count, the ack nothing.
-                    if frame.observations.errors:
-                        self._report_errors(frame.observations.errors)
-                    continue
-                tool = self._tools.get(fid)
-                if tool is not None:
-                    if frame.HasField("tool_event"):
-                        tool.put_nowait(frame.tool_event)
-                    else:
-                        got = _HOOK_OF_BODY.get(frame.WhichOneof("body") or "", "an empty frame")
-                        tool.put_nowait(self._reject(
-                            f"reply of the wrong kind: {got} frame answering a tool call (field body)", "tool", "body"
-                        ))
-                    continue
-                if frame.HasField("tool_event") and self._kinds.get(fid) == "execute_tool":
-                    continue  # an event of a tool call its caller gave up on (cancelled, timed out)
-                self._answer(fid, frame)
+                self._on_frame(raw)
+                del raw  # a big reply must not stay referenced while the next read waits
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - the stream ended
             self._fail(exc)
+
+    def _on_frame(self, raw: bytes) -> None:
+        """Route one frame from the extension: an ack, a tool event, or the answer to an awaited call."""
+        try:
+            frame = pb.ExtensionFrame.FromString(raw)
+        except DecodeError as exc:
+            self._undecodable(raw, exc)
+            return
+        fid = frame.id
+        if self._prelude_covers:
+            carried = self._prelude_covers.pop(fid, None)
+            if carried is not None:
+                self._advance(carried)
+        covers = self._ack_covers.pop(fid, None)
+        if covers is not None:
+            self._inflight -= 1
+            if not self._window.is_set():
+                self._window.set()
+            if frame.observations.errors:
+                self._report_errors(frame.observations.errors)
+            self._advance(covers)
+            return
+        if fid == 0 and frame.HasField("observations"):
+            # An extension that answers every frame (older ones do): its errors count, the ack nothing.
+            if frame.observations.errors:
+                self._report_errors(frame.observations.errors)
+            return
+        tool = self._tools.get(fid)
+        if tool is not None:
+            if frame.HasField("tool_event"):
+                tool.put_nowait(frame.tool_event)
+            else:
+                got = _HOOK_OF_BODY.get(frame.WhichOneof("body") or "", "an empty frame")
+                tool.put_nowait(self._reject(
+                    f"reply of the wrong kind: {got} frame answering a tool call (field body)", "tool", "body"
+                ))
+            return
+        if frame.HasField("tool_event") and self._kinds.get(fid) == "execute_tool":
+            return  # an event of a tool call its caller gave up on (cancelled, timed out)
+        self._answer(fid, frame)
 
     def _reject(self, message: str, hook: str, field: str) -> ExtensionReplyError:
         self.rejected += 1
@@ -577,6 +714,7 @@ class ExtensionConnection:
         if self._broken is not None:
             return
         self._broken = exc
+        self._count_lost()
         if not self._closed:
             detail = exc.details() if isinstance(exc, grpc.aio.AioRpcError) else str(exc)
             log.info("extension %r: connection lost: %s", self.name, detail)
@@ -600,41 +738,88 @@ class ExtensionConnection:
                 fut.set_result(False)
         self._window.set()
 
+    def _count_lost(self) -> None:
+        """The connection broke: count, per context, the observations the extension never handled."""
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+        lost: dict[bytes, int] = {}
+        done = self._done_seq
+        for seq, ctx, n in self._sent_log:
+            if seq > done:
+                lost[ctx] = lost.get(ctx, 0) + n
+        for e in self._outbox:
+            if e[0] == _OBS:
+                lost[e[1]] = lost.get(e[1], 0) + 1
+        self._sent_log.clear()
+        self.lost = lost
+
     # -- tools ---------------------------------------------------------------------------------
 
     async def execute_tool(
-        self, request: pb.ExecuteToolRequest, timeout_s: float, on_preliminary: Callable[[Any], Any] | None
+        self, request: pb.ExecuteToolRequest, timeout_s: float, on_preliminary: Callable[[Any], Any] | None,
+        bounds: ToolReplyBounds | None = None,
     ) -> Any:
         """Run a tool; preliminary results go to on_preliminary. Raises ExtensionToolError on a tool error,
-        TimeoutError after timeout_s (on the stream) and ExtensionUnavailableError when the extension went away."""
-        if self.tools_on_stream:
-            return await self._stream_tool(request, timeout_s, on_preliminary)
-        call = self._stub.ExecuteTool(request, metadata=self._md, timeout=timeout_s)
-        try:
-            async for event in call:
-                if await self._tool_event(event, on_preliminary):
-                    return json.loads(event.output_json) if event.output_json else None
-        finally:
-            call.cancel()
-        raise ExtensionToolError(
-            f"extension {self.name!r}: tool {request.name!r} ended without an output", extension=self.name
-        )
+        TimeoutError after timeout_s (on the stream) and ExtensionUnavailableError when the extension went away.
 
-    async def _tool_event(self, event: pb.ToolEvent, on_preliminary: Callable[[Any], Any] | None) -> bool:
-        """Handle one ToolEvent of either tool path: True for the final output; raises on a tool error."""
-        kind = event.WhichOneof("event")
-        if kind == "preliminary_json":
-            if on_preliminary is not None:
-                result = on_preliminary(json.loads(event.preliminary_json))
-                if inspect.isawaitable(result):
-                    await result
-            return False
-        if kind == "error":
-            raise ExtensionToolError(event.error.message or event.error.name, extension=self.name)
-        return kind == "output_json"
+        `bounds` caps the output's size and thins a flood of preliminaries (host/_reply_bounds.py); both tool
+        paths feed one queue of events that `_consume_tool` reads."""
+        if bounds is None:
+            bounds = ToolReplyBounds(MAX_RECEIVE_BYTES, 1 << 62)
+        if self.tools_on_stream:
+            return await self._stream_tool(request, timeout_s, on_preliminary, bounds)
+        call = self._stub.ExecuteTool(request, metadata=self._md, timeout=timeout_s)
+        sink = _ToolSink(bounds)
+
+        async def pump() -> None:
+            try:
+                async for event in call:
+                    sink.put_nowait(event)
+                sink.put_nowait(_TOOL_END)
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer (RPC errors, a cancelled call)
+                sink.put_nowait(exc)
+
+        pumping = asyncio.ensure_future(pump())
+        try:
+            return await self._consume_tool(sink, on_preliminary, request.name)
+        finally:
+            sink.close()
+            call.cancel()
+            pumping.cancel()
+
+    async def _consume_tool(self, sink: _ToolSink, on_preliminary: Callable[[Any], Any] | None, name: str) -> Any:
+        """Read one tool call's events: the preliminaries `sink` let through go to on_preliminary, in order; the
+        final output is decoded within the cap. Raises ExtensionToolError on a tool error, or what the sink carries."""
+        bounds = sink.bounds
+        queue = sink.queue
+        while True:
+            event = await queue.get()
+            if type(event) is str:  # a preliminary let through
+                await self._deliver(bounds.preliminary(event), on_preliminary)
+                continue
+            if event is _TOOL_END:
+                raise ExtensionToolError(
+                    f"extension {self.name!r}: tool {name!r} ended without an output", extension=self.name
+                )
+            if isinstance(event, BaseException):
+                raise event
+            kind = event.WhichOneof("event")
+            if kind == "error":
+                raise ExtensionToolError(event.error.message or event.error.name, extension=self.name)
+            if kind == "output_json":
+                return bounds.output(event.output_json)
+
+    @staticmethod
+    async def _deliver(value: Any, on_preliminary: Callable[[Any], Any] | None) -> None:
+        if on_preliminary is not None:
+            result = on_preliminary(value)
+            if inspect.isawaitable(result):
+                await result
 
     async def _stream_tool(
-        self, request: pb.ExecuteToolRequest, timeout_s: float, on_preliminary: Callable[[Any], Any] | None
+        self, request: pb.ExecuteToolRequest, timeout_s: float, on_preliminary: Callable[[Any], Any] | None,
+        bounds: ToolReplyBounds,
     ) -> Any:
         """A tool call as an `execute_tool` frame; its `tool_event` frames come back through the reader.
 
@@ -645,23 +830,21 @@ class ExtensionConnection:
         self._next_id += 1
         fid = self._next_id
         self._remember(fid, "execute_tool")
-        events: asyncio.Queue[Any] = asyncio.Queue()
-        self._tools[fid] = events
+        sink = _ToolSink(bounds)
+        self._tools[fid] = sink
         self._outbox.append((_SEND, pb.HostFrame(id=fid, execute_tool=request)))
         self._hurry()
         finished = False
         try:
             async with asyncio.timeout(timeout_s):
-                while True:
-                    event = await events.get()
-                    if isinstance(event, BaseException):
-                        finished = True
-                        raise event
-                    finished = event.WhichOneof("event") == "error"
-                    if await self._tool_event(event, on_preliminary):
-                        finished = True
-                        return json.loads(event.output_json) if event.output_json else None
+                result = await self._consume_tool(sink, on_preliminary, request.name)
+                finished = True
+                return result
+        except (ExtensionToolError, ExtensionReplyError, ExtensionUnavailableError):
+            finished = True  # the call is over on the extension's side (an error event, or the stream broke)
+            raise
         finally:
+            sink.close()
             self._tools.pop(fid, None)
             self._prelude_covers.pop(fid, None)
             if not finished and self._broken is None and not self._closed:

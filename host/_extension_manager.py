@@ -41,6 +41,8 @@ from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime, tl
 from ._frame_bytes import context_field, observation_item
 from ._health import HealthProbe
 from ._manifest import HOOK_NAMES, Manifest, load_manifest
+from ._observer_ledger import ObserverLedger
+from ._reply_bounds import bounded_substitute, tool_reply_bounds
 from ._tool_names import ToolNameCollision, collision_message, extension_collisions, extension_owner
 from ._snapshots import (
     CallContext,
@@ -105,6 +107,7 @@ class ExtensionManager:
         self._ctx_record_key: tuple[str, str] | None = None
         self._ctx_record = context_field(context_to_proto(None))
         self._flush_marks: dict[str, tuple[int, int]] = {}  # extension -> (enqueued, dropped) at its last flush
+        self._ledger = ObserverLedger()  # stalled observers detached per turn; observations lost per turn
         self._bridge: Any = None
         self._bridge_lock = asyncio.Lock()
         self._sessions: dict[str, SessionServices] = {}
@@ -291,6 +294,7 @@ class ExtensionManager:
                 ext.name, m.endpoint, ext.token, credentials=tls_credentials(m),
                 on_observation_error=lambda err, e=ext: self._observation_error(e, err),
                 on_lost=lambda why, e=ext: self._connection_lost(e, why),
+                on_stalled=lambda waited, e=ext: self._observer_stalled(e, waited),
                 observe_timeout_s=m.timeouts.hook_ms / 1000,
                 coalesce_s=m.observations.max_delay_ms / 1000,
             )
@@ -332,6 +336,7 @@ class ExtensionManager:
                 ext.name, proc.target, ext.token,
                 on_observation_error=lambda err, e=ext: self._observation_error(e, err),
                 on_lost=lambda why, e=ext: self._connection_lost(e, why),
+                on_stalled=lambda waited, e=ext: self._observer_stalled(e, waited),
                 observe_timeout_s=m.timeouts.hook_ms / 1000,
                 coalesce_s=m.observations.max_delay_ms / 1000,
             )
@@ -482,6 +487,8 @@ class ExtensionManager:
         if conn is not None:
             ext.dropped_base += conn.dropped
             await conn.close()
+            self._ledger.add_lost(ext.name, conn.lost)  # reported by each turn's flush
+            conn.lost = {}
         if ext.proc is not None:
             await ext.proc.terminate(0)  # reap what is left of the process group
         delay = ext.policy.record_crash()
@@ -801,8 +808,9 @@ class ExtensionManager:
             return ExtensionDecision(action="block", reason=fields.get("reason") or f"blocked by extension {ext.name!r}",
                                      extension=ext.name)
         if action == "substitute":
-            self._trace(hook, ext.name, "ok", latency_ms=ms, detail="substitute", context=context)
-            return ExtensionDecision(action="substitute", output=fields["output"], reason=fields.get("reason"),
+            output, detail = bounded_substitute(ext.manifest, resp.decision.output_json, fields["output"])
+            self._trace(hook, ext.name, "ok", latency_ms=ms, detail=detail, context=context)
+            return ExtensionDecision(action="substitute", output=output, reason=fields.get("reason"),
                                      extension=ext.name)
         self._trace(hook, ext.name, "ok", latency_ms=ms, context=context)
         if action == "allow" and "input" in fields:
@@ -847,13 +855,19 @@ class ExtensionManager:
             if key != self._ctx_record_key:
                 self._ctx_record_key = key
                 self._ctx_record = context_field(context_to_proto(context))
+                self._ledger.note_context(self._ctx_record, context)
             self._ctx_of_record = context
         ctx = self._ctx_record
         item = observation_item(obs)
+        ledger = self._ledger
+        if ledger.any_detached:  # a stalled observer is detached for the rest of the turn (counted)
+            subs = [ext for ext in subs if not ledger.skip(ext.name, ctx)]
         for ext in subs:
             conn = ext.conn
             if conn is not None:
                 conn.observe(ctx, item, is_chunk)
+            else:  # restarting (or quarantined): counted, reported by the turn's flush
+                ledger.add_lost(ext.name, {ctx: 1})
 
     def send_observations(self) -> None:
         """Start delivering every queued observation now, without waiting (a later `flush()` waits for the acks).
@@ -866,24 +880,64 @@ class ExtensionManager:
                 ext.conn.request_flush()
 
     async def flush(self, context: CallContext | None = None) -> None:
-        """Wait until every extension handled the observations enqueued so far (bounded by hook deadlines)."""
+        """Wait until every extension handled the observations enqueued so far (bounded by hook deadlines).
+
+        The end of the turn `context`: an observer detached from it (stalled) is not waited for, and the
+        observations of the turn a broken connection lost are reported (host/_observer_ledger.py)."""
+        record = context_field(context_to_proto(context))
         waits = []
         for ext in self._exts.values():
+            skipped, lost = self._ledger.end_turn(ext.name, record)
+            if lost:
+                self._report_lost(ext, lost, context)
+            if skipped is not None:
+                if skipped:
+                    self._trace("observe", ext.name, "skipped", context=context,
+                                detail=f"{skipped} later observation(s) of this turn not sent (detached: stalled)")
+                continue
             conn = ext.conn
             if conn is not None:
-                waits.append(self._flush_one(ext, conn, context))
+                waits.append(self._flush_one(ext, conn, context, record))
+        self._ledger.forget(record)
         if waits:
             await asyncio.gather(*waits)
 
-    async def _flush_one(self, ext: ExtensionRuntime, conn: ExtensionConnection, context: CallContext | None) -> None:
+    def _report_lost(self, ext: ExtensionRuntime, lost: int, context: CallContext | None) -> None:
+        detail = (f"{lost} observation(s) of this turn lost: its connection broke before they were handled, "
+                  "or it was not running")
+        log.warning("extension %r: %s", ext.name, detail)
+        self._trace("observe", ext.name, "failed_open", detail=detail, context=context)
+
+    def _observer_stalled(self, ext: ExtensionRuntime, waited_s: float) -> None:
+        """The connection saw no acknowledgement for timeouts.hookMs: detach the observer from the turns waiting."""
+        conn = ext.conn
+        if conn is None:
+            return
+        ms = ext.manifest.timeouts.hook_ms
+        for record in conn.pending_contexts():
+            if self._ledger.active(record) and self._ledger.detach(ext.name, record):
+                self._trace("observe", ext.name, "failed_open", context=self._ledger.context(record),
+                            detail=f"stalled: observations not acknowledged within {ms} ms (timeouts.hookMs); "
+                                   "detached for the rest of this turn")
+
+    async def _flush_one(self, ext: ExtensionRuntime, conn: ExtensionConnection, context: CallContext | None,
+                         record: bytes) -> None:
         timeout = ext.manifest.timeouts.hook_ms / 1000
         sent, dropped = conn.enqueued, conn.dropped
         last_sent, last_dropped = self._flush_marks.get(ext.name, (0, 0))
         t0 = time.perf_counter()
-        if not await conn.flush(timeout):
-            log.warning("extension %r: observations not acknowledged within %.0f ms", ext.name, timeout * 1000)
-            self._trace("observe", ext.name, "timeout", detail=f"not acknowledged within {timeout * 1000:.0f} ms",
-                        context=context)
+        outcome = await conn.flush_outcome(timeout)
+        if outcome == "lost":
+            lost = conn.lost.pop(record, 0) + self._ledger.end_turn(ext.name, record)[1]
+            if lost:
+                self._report_lost(ext, lost, context)
+            return
+        if outcome != "ok":
+            ms = (time.perf_counter() - t0) * 1000
+            why = (f"stalled: observations not acknowledged within {timeout * 1000:.0f} ms (timeouts.hookMs)"
+                   if outcome == "stalled" else f"observations not acknowledged within {timeout * 1000:.0f} ms")
+            log.warning("extension %r: %s; the turn goes on without it", ext.name, why)
+            self._trace("observe", ext.name, "failed_open", latency_ms=ms, detail=why, context=context)
             return
         self._flush_marks[ext.name] = (sent, dropped)
         if sent > last_sent:
@@ -933,9 +987,10 @@ class ExtensionManager:
         )
         t0 = time.perf_counter()
         timeout = ext.manifest.timeouts.tool_ms / 1000
+        bounds = tool_reply_bounds(ext.manifest)
         try:
             with self._egress.during(ext.name, context):
-                result = await conn.execute_tool(req, timeout, on_preliminary)
+                result = await conn.execute_tool(req, timeout, on_preliminary, bounds)
         except ExtensionToolError as exc:
             self._trace(f"tool:{tool}", ext.name, "error", latency_ms=(time.perf_counter() - t0) * 1000,
                         detail=str(exc), context=context)
@@ -980,7 +1035,11 @@ class ExtensionManager:
             raise ExtensionToolError(
                 f"tool {name!r} of extension {ext.name!r} failed: {code.name}: {exc.details()}", extension=ext.name
             ) from None
-        self._trace(f"tool:{tool}", ext.name, "ok", latency_ms=(time.perf_counter() - t0) * 1000, context=context)
+        bounded = bounds.summary()
+        if bounded:
+            log.warning("extension %r tool %r: %s", ext.name, tool, bounded)
+        self._trace(f"tool:{tool}", ext.name, "ok", latency_ms=(time.perf_counter() - t0) * 1000, detail=bounded,
+                    context=context)
         return result
 
     # -- sessions (HostBridge) -----------------------------------------------------------------

@@ -129,6 +129,16 @@ class Limits(_Model):
                                     description="Egress proxy: connections open at once (permissions.network)")
     egress_mb: int = Field(default=1024, ge=1, le=1024 * 1024,
                            description="Egress proxy: MB through the proxy (both directions) while loaded")
+    tool_output_kb: int = Field(
+        default=256, ge=1, le=16_384,
+        description="The most of one tool output (and of one preliminary result) the host keeps, in KiB; more is "
+        "truncated with a visible marker before it reaches the transcript, the model or the store",
+    )
+    tool_preliminaries: int = Field(
+        default=1_000, ge=0, le=1_000_000,
+        description="Preliminary results of one tool call delivered at most (a flood is also thinned to ~20/s "
+        "after a burst of 64); the final output is always delivered",
+    )
 
 
 class Timeouts(_Model):

@@ -72,6 +72,13 @@ def json_text_and_size(value: Any) -> tuple[str, int]:
         return text, len(text)
 
 
+def truncation_marker(text: str, size: int) -> dict[str, Any]:
+    """What stands for a JSON value over its byte cap: {"$truncated": true, "bytes": <its size>, "preview": <the
+    first PREVIEW_BYTES of its JSON text>}. Only the preview's characters are encoded, never the whole text."""
+    return {"$truncated": True, "bytes": size,
+            "preview": _cut_utf8(text[:PREVIEW_BYTES].encode("utf-8", "replace"), PREVIEW_BYTES)}
+
+
 class Budget:
     """The free-form byte budget of one outbound snapshot: each field gets min(its own cap, what is left).
 
@@ -89,13 +96,19 @@ class Budget:
         text, size = json_text_and_size(value)
         limit = min(cap, self.left)
         if size > limit:
-            preview = _cut_utf8(text.encode("utf-8"), PREVIEW_BYTES)
-            text = json.dumps({"$truncated": True, "bytes": size, "preview": preview}, ensure_ascii=False)
+            text = json.dumps(truncation_marker(text, size), ensure_ascii=False)
             size = len(text.encode("utf-8"))
         self.left = max(self.left - size, 0)
         return text
 
     def text(self, value: str, cap: int = MAX_TEXT_BYTES) -> str:
+        limit = min(cap, self.left)
+        if value.isascii():  # one byte per character: cut without encoding (no copy of a huge text)
+            size = len(value)
+            if size > limit:
+                value = f"{value[:limit]}…[truncated {size - limit} bytes]"
+            self.left = max(self.left - min(size, limit), 0)
+            return value
         try:
             data = value.encode("utf-8")
         except UnicodeEncodeError:

@@ -196,6 +196,7 @@ class HostBridgeServer:
     ) -> _Resp:
         """Authenticate, gate (`check` returns the granting field when denied), resolve the session, run, audit."""
         outcome = "ok"
+        audited = False
         try:
             manifest = self._manifest_for(context)
             call.extension = manifest.name
@@ -210,6 +211,10 @@ class HostBridgeServer:
             return await body(manifest, services)
         except _Abort as exc:
             outcome = f"{exc.outcome}: {exc.message}"
+            # Audit before aborting: abort() sends the status at once, so a line written after it could reach the
+            # log after the caller already saw the refusal.
+            self._audit(call, outcome)
+            audited = True
             await context.abort(exc.code, exc.message)
             raise AssertionError("unreachable")  # context.abort raises
         except asyncio.CancelledError:
@@ -220,10 +225,13 @@ class HostBridgeServer:
                 raise
             outcome = f"error: {type(exc).__name__}: {exc}"
             logger.exception("HostBridge %s for extension %r failed", call.method, call.extension)
+            self._audit(call, outcome)
+            audited = True
             await context.abort(grpc.StatusCode.INTERNAL, f"{call.method} failed: {type(exc).__name__}: {exc}")
             raise AssertionError("unreachable")
         finally:
-            self._audit(call, outcome)
+            if not audited:
+                self._audit(call, outcome)
 
     def _audit(self, call: _Call, outcome: str) -> None:
         """One audit line for the call; refused calls' lines are rate-limited per caller (see module doc)."""

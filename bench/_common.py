@@ -200,6 +200,33 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
+def process_tree(pid: int) -> list[int]:
+    """pid and all its descendants (from /proc/<pid>/task/*/children), parents first."""
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop(0)
+        out.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            todo.extend(int(c) for c in task.read_text().split())
+    return out
+
+
+def extension_rss_mb(pid: int) -> float:
+    """VmRSS of the extension itself: the deepest process under the pid the host sees (the sandbox puts a waiter and
+    a pid-1 init above it; without the sandbox it is the pid itself)."""
+    return rss_mb(process_tree(pid)[-1])
+
+
+def tree_pss_mb(pid: int) -> float:
+    """Proportional set size of the whole process tree (shared pages divided among sharers), in MB (MiB)."""
+    total_kb = 0
+    for member in process_tree(pid):
+        for line in Path(f"/proc/{member}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                total_kb += int(line.split()[1])
+    return total_kb / 1024
+
+
 def proc_cpu_s(pid: int) -> float:
     """User + system CPU seconds a process has used so far (/proc/<pid>/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

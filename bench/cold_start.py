@@ -1,6 +1,8 @@
 """Cold start: spawn to ready (`load()` returns: handshake + Describe + Connect stream open), for one extension
 and for five in parallel (`load_all`), with the default sandbox mode and, alternated, with sandbox "off"
-(extra figures). Idle RSS: VmRSS from /proc/<pid>/status of a loaded extension after it settles.
+(extra figures). Idle RSS: VmRSS of a loaded extension process
+(the deepest process of its tree: the sandbox adds a waiter and a pid-1 init) after it settles; extra: the PSS of
+the whole tree, which counts the sandbox's own processes.
 Also: the import cost of the extension process (`import extension_sdk` over a bare interpreter).
 """
 
@@ -13,7 +15,7 @@ import time
 
 from host import ExtensionManager
 
-from ._common import ALL_HOOKS, REPO_ROOT, Config, Section, abab, bench_manifest, median, rnd, rss_mb
+from ._common import ALL_HOOKS, REPO_ROOT, Config, Section, abab, bench_manifest, extension_rss_mb, median, process_tree, rnd, tree_pss_mb
 
 NAME = "cold_start"
 
@@ -71,12 +73,14 @@ async def run(cfg: Config) -> Section:
         info = await mgr.load(bench_manifest("idle", ALL_HOOKS, tool=True))
         await asyncio.sleep(0.5 if cfg.quick else 1.5)
         assert info.pid is not None
-        idle = rss_mb(info.pid)
+        idle = extension_rss_mb(info.pid)
+        idle_tree = tree_pss_mb(info.pid)
+        tree_size = len(process_tree(info.pid))
         layers = info.sandbox
         info_off = await off.load(bench_manifest("idleoff", ALL_HOOKS, tool=True))
         await asyncio.sleep(0.5 if cfg.quick else 1.5)
         assert info_off.pid is not None
-        idle_off = rss_mb(info_off.pid)
+        idle_off = extension_rss_mb(info_off.pid)
     runs = cfg.n(5, 2)
     bare = _import_ms("pass", runs)
     sdk = _import_ms("import extension_sdk", runs)
@@ -90,6 +94,8 @@ async def run(cfg: Config) -> Section:
         "cold_start_p50_ms_sandbox_off": rnd(median([x for r in ra for x in r]), 1),
         "cold_start_5_parallel_ms_sandbox_off": rnd(median([x for r in ra5 for x in r]), 1),
         "idle_rss_mb_sandbox_off": rnd(idle_off, 1),
+        "idle_tree_pss_mb": rnd(idle_tree, 1),
+        "idle_tree_processes": tree_size,
         "sandbox_layers": layers,
         "python_startup_ms": rnd(bare, 1),
         "import_grpc_ms": rnd(grpc_only - bare, 1),

@@ -131,13 +131,15 @@ class HostBridgeServer:
             ]
         )
         host_bridge_pb2_grpc.add_HostBridgeServicer_to_server(_Servicer(self), server)
-        # Create the socket 0600 from the start (no window where others could connect).
+        # Create the socket 0600 from the start (no window where others could connect). add_insecure_port binds
+        # synchronously, so the process-wide umask is tight only for that call, never across an await (a subprocess
+        # spawned meanwhile would inherit it).
         old_umask = os.umask(0o177)
         try:
             server.add_insecure_port(self.target)
-            await server.start()
         finally:
             os.umask(old_umask)
+        await server.start()
         os.chmod(self._socket_path, 0o600)
         self._server = server
 

@@ -304,20 +304,26 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def apply_pids_cgroup(base: str, name: str, maximum: int) -> None:
+def _fresh_cgroup(base: str, name: str) -> str:
+    """Create this process's cgroup `<base>/hookwire/<name>-<pid>`, first reaping those of launchers that are gone
+    (rmdir refuses populated ones); raises OSError."""
     root = os.path.join(base, "hookwire")
+    os.makedirs(root, exist_ok=True)
+    for entry in os.listdir(root):
+        pid_text = entry.rpartition("-")[2]
+        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
+            try:
+                os.rmdir(os.path.join(root, entry))
+            except OSError:
+                pass
+    group = os.path.join(root, f"{name}-{os.getpid()}")
+    os.makedirs(group, exist_ok=True)
+    return group
+
+
+def apply_pids_cgroup(base: str, name: str, maximum: int) -> None:
     try:
-        os.makedirs(root, exist_ok=True)
-        # Reap cgroups of launchers whose process is gone (rmdir refuses populated ones).
-        for entry in os.listdir(root):
-            pid_text = entry.rpartition("-")[2]
-            if pid_text.isdigit() and not _pid_alive(int(pid_text)):
-                try:
-                    os.rmdir(os.path.join(root, entry))
-                except OSError:
-                    pass
-        group = os.path.join(root, f"{name}-{os.getpid()}")
-        os.makedirs(group, exist_ok=True)
+        group = _fresh_cgroup(base, name)
         _write_file(os.path.join(group, "pids.max"), str(maximum))
         _write_file(os.path.join(group, "cgroup.procs"), str(os.getpid()))
         _remember_cgroup(group, base)
@@ -327,18 +333,8 @@ def apply_pids_cgroup(base: str, name: str, maximum: int) -> None:
 
 def apply_memory_cgroup(base: str, name: str, limit: int) -> None:
     """Move this process into a fresh memory cgroup capped at `limit` bytes (v1 also caps memory+swap)."""
-    root = os.path.join(base, "hookwire")
     try:
-        os.makedirs(root, exist_ok=True)
-        for entry in os.listdir(root):
-            pid_text = entry.rpartition("-")[2]
-            if pid_text.isdigit() and not _pid_alive(int(pid_text)):
-                try:
-                    os.rmdir(os.path.join(root, entry))
-                except OSError:
-                    pass
-        group = os.path.join(root, f"{name}-{os.getpid()}")
-        os.makedirs(group, exist_ok=True)
+        group = _fresh_cgroup(base, name)
         if os.path.exists(os.path.join(group, "memory.max")):  # v2
             _write_file(os.path.join(group, "memory.max"), str(limit))
             if os.path.exists(os.path.join(group, "memory.swap.max")):

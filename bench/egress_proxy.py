@@ -1,9 +1,9 @@
 """Egress proxy overhead: one HTTPS-shaped exchange (CONNECT, then 4 KB each way) through an extension's egress
-proxy (host/_egress_proxy.py, over its Unix socket, resolver override to a local server) beside the same exchange
+proxy (host/sandbox/_egress_proxy.py, over its Unix socket, resolver override to a local server) beside the same exchange
 on a direct TCP connection to that server. Same process, same server, alternating rounds (ABAB); medians.
 
 Measured: the host-side proxy (accept, parse, policy, resolve, connect upstream, relay). The in-namespace relay
-(host/_egress_relay.py) adds one more local hop inside the sandbox, not measured here.
+(host/sandbox/_egress_relay.py) adds one more local hop inside the sandbox, not measured here.
 
     .venv/bin/python -m bench --only egress_proxy      (or: .venv/bin/python bench/egress_proxy.py [--quick])
 """
@@ -18,7 +18,7 @@ if not __package__:  # run as a script: import the package properly
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = "bench"  # noqa: A001
 
-from host._egress_proxy import EgressProxy
+from host.sandbox._egress_proxy import EgressProxy
 
 from ._common import Config, Section, abab, median, pct, rnd, time_calls, workdir
 

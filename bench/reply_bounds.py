@@ -21,7 +21,7 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from host import Agent  # noqa: E402
-from host import _scripted_model  # noqa: E402
+from host.turn import _scripted_model  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fault" / "fixtures" / "bounds_ext.py"
 

@@ -22,11 +22,10 @@ Depends only on grpcio, grpcio-health-checking and protobuf. Generated protocol 
 
 __version__ = "0.1.0"
 
+from ._bridge_client import Host, HostError, SyncHost
 from ._call_context import CallInfo, current_call
-from ._convert import HOOK_NAMES
 from ._extension import Extension, HookDef, ToolDef
-from ._host_client import Host, HostError, SyncHost
-from ._serve import MAGIC_COOKIE
+from .proto import HOOK_NAMES, MAGIC_COOKIE
 
 __all__ = [
     "HOOK_NAMES",

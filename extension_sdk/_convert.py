@@ -12,9 +12,8 @@ import math
 import traceback
 from typing import Any, Callable
 
+from .proto import HOOK_NAMES
 from .proto import extension_pb2 as pb
-
-HOOK_NAMES: tuple[str, ...] = ("beforeTurn", "beforeToolCall", "afterToolCall", "onStepFinish", "onChunk")
 
 _loads = json.loads
 

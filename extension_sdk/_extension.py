@@ -146,12 +146,12 @@ class Extension:
 
     def serve(self, argv: list[str] | None = None) -> None:
         """Serve this extension as the host's contract describes; never returns (exits the process)."""
-        from ._serve import serve
+        from ._process import serve
 
         serve(self, argv)
 
     async def serve_async(self, *, socket_path: str, token: str | None, host_address: str | None = None) -> int:
         """Serve on `socket_path` until shut down (Shutdown RPC, stdin EOF, SIGTERM); returns the exit code."""
-        from ._serve import serve_async
+        from ._process import serve_async
 
         return await serve_async(self, socket_path=socket_path, token=token, host_address=host_address)

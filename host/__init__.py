@@ -3,21 +3,45 @@
 Public API (everything else in this package is private):
 
     from host import Agent, tool, ExtensionManager, load_manifest, Manifest, ManifestError
+
+Three wings, each a subpackage with its own map in its `__init__`: `host.turn` (the turn engine: Agent and the
+loop on litellm, no gRPC), `host.extensions` (the extension host: manifests, processes, dispatch, HostBridge)
+and `host.sandbox` (confinement of extension processes, egress proxy). Every public exception is in
+`host._errors` (its docstring draws the tree). `tests/test_exports.py` pins this list.
 """
 
-from ._manifest import (
+from ._errors import (
+    ChatStreamStallError,
+    EgressEntryError,
+    ExtensionError,
+    ExtensionReplyError,
+    ExtensionStartError,
+    ExtensionToolError,
+    ExtensionUnavailableError,
+    ExtensionUnloadedError,
+    ManifestError,
+    NestedTurnError,
+    SandboxUnavailable,
+    StoreError,
+    StoreVersionError,
+    ToolInputError,
+    ToolNameCollision,
+)
+from ._terminal_text import terminal_safe
+from .extensions._bridge_server import HostBridgeServer, own_label
+from .extensions._manager import ExtensionManager
+from .extensions._manifest import (
     HOOK_NAMES,
     HookPolicy,
     Limits,
     Manifest,
-    ManifestError,
     Permissions,
     load_manifest,
     manifest_json_schema,
     parse_manifest,
     sanitize_name,
 )
-from ._snapshots import (
+from .extensions._snapshots import (
     CallContext,
     ChunkSnapshot,
     ExtensionDecision,
@@ -30,36 +54,26 @@ from ._snapshots import (
     TurnSnapshot,
     UsageSnapshot,
 )
-
-# -- exports added by later modules go below this line --
-from ._sandbox import LaunchPlan, SandboxMode, SandboxUnavailable, plan_launch, sandbox_capabilities  # noqa: E402
-from ._bridge import HostBridgeServer, own_label  # noqa: E402
-from ._egress_policy import EgressEntryError, EgressPolicy, EgressRule  # noqa: E402
-from ._egress_proxy import EgressEvent, EgressProxy  # noqa: E402
-from ._terminal_text import terminal_safe  # noqa: E402
-from ._tool_names import ToolNameCollision  # noqa: E402
-from ._extension_errors import (  # noqa: E402
-    ExtensionError,
-    ExtensionReplyError,
-    ExtensionStartError,
-    ExtensionToolError,
-    ExtensionUnavailableError,
-    ExtensionUnloadedError,
-)
-from ._extension_manager import ExtensionInfo, ExtensionManager, ExtensionTool  # noqa: E402
-from ._store import MessageStore, StoreError, StoreVersionError  # noqa: E402
-from ._turn_config_policy import (  # noqa: E402
+from .extensions._state import ExtensionInfo, ExtensionTool
+from .extensions._turn_config_policy import (
     GRANTABLE_FIELDS as TURN_CONFIG_GRANTABLE_FIELDS,
+)
+from .extensions._turn_config_policy import (
     PROVIDER_OPTION_ALLOWLIST,
-    SCALAR_FIELDS as TURN_CONFIG_SCALAR_FIELDS,
     TurnConfigDenial,
 )
-
-from ._agent import Agent  # noqa: E402
-from ._chat_errors import ChatStreamStallError, NestedTurnError, default_context_overflow_classifier  # noqa: E402
-from ._session import ContextBlock, Session  # noqa: E402
-from ._tools import Tool, ToolInputError, tool  # noqa: E402
-from ._turn_types import (  # noqa: E402
+from .extensions._turn_config_policy import (
+    SCALAR_FIELDS as TURN_CONFIG_SCALAR_FIELDS,
+)
+from .sandbox._egress_policy import EgressPolicy, EgressRule
+from .sandbox._egress_proxy import EgressEvent, EgressProxy
+from .sandbox._plan import LaunchPlan, SandboxMode, plan_launch, sandbox_capabilities
+from .turn._agent import Agent
+from .turn._chat_errors import default_context_overflow_classifier
+from .turn._session import ContextBlock, Session
+from .turn._store import MessageStore
+from .turn._tools import Tool, tool
+from .turn._types import (
     ChatErrorClassification,
     ChatErrorContext,
     ChatResponseResult,
@@ -82,10 +96,89 @@ from ._turn_types import (  # noqa: E402
 def __getattr__(name: str) -> object:
     # The scripted model subclasses litellm's CustomLLM, and litellm takes ~2 s to import: load it on first use.
     if name in ("SCRIPTED_MODEL", "register_scripted_model"):
-        from . import _scripted_model
+        from .turn import _scripted_model
 
         return getattr(_scripted_model, name)
     raise AttributeError(f"module 'host' has no attribute {name!r}")
 
 
-__all__ = [name for name in dir() if not name.startswith("_")] + ["SCRIPTED_MODEL", "register_scripted_model"]
+__all__ = [
+    "HOOK_NAMES",
+    "PROVIDER_OPTION_ALLOWLIST",
+    "SCRIPTED_MODEL",
+    "TURN_CONFIG_GRANTABLE_FIELDS",
+    "TURN_CONFIG_SCALAR_FIELDS",
+    "Agent",
+    "CallContext",
+    "ChatErrorClassification",
+    "ChatErrorContext",
+    "ChatResponseResult",
+    "ChatStreamStallError",
+    "Chunk",
+    "ChunkContext",
+    "ChunkSnapshot",
+    "ContextBlock",
+    "EgressEntryError",
+    "EgressEvent",
+    "EgressPolicy",
+    "EgressProxy",
+    "EgressRule",
+    "ExtensionDecision",
+    "ExtensionError",
+    "ExtensionInfo",
+    "ExtensionManager",
+    "ExtensionReplyError",
+    "ExtensionStartError",
+    "ExtensionTool",
+    "ExtensionToolError",
+    "ExtensionUnavailableError",
+    "ExtensionUnloadedError",
+    "HookPolicy",
+    "HostBridgeServer",
+    "LaunchPlan",
+    "Limits",
+    "Manifest",
+    "ManifestError",
+    "MergedTurnPatch",
+    "MessageStore",
+    "NestedTurnError",
+    "Permissions",
+    "PrepareStepContext",
+    "SandboxMode",
+    "SandboxUnavailable",
+    "Session",
+    "StepConfig",
+    "StepContext",
+    "StepSnapshot",
+    "StoreError",
+    "StoreVersionError",
+    "Tool",
+    "ToolCallContext",
+    "ToolCallDecision",
+    "ToolCallRecord",
+    "ToolCallResultContext",
+    "ToolCallSnapshot",
+    "ToolInputError",
+    "ToolNameCollision",
+    "ToolResultRecord",
+    "ToolResultSnapshot",
+    "TraceEvent",
+    "TurnConfig",
+    "TurnConfigDenial",
+    "TurnContext",
+    "TurnPatch",
+    "TurnSnapshot",
+    "Usage",
+    "UsageSnapshot",
+    "default_context_overflow_classifier",
+    "load_manifest",
+    "manifest_json_schema",
+    "own_label",
+    "parse_manifest",
+    "plan_launch",
+    "register_scripted_model",
+    "sandbox_capabilities",
+    "sanitize_name",
+    "terminal_safe",
+    "tool",
+]

@@ -14,11 +14,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ._agent import Agent
-from ._extension_manager import ExtensionManager
-from ._tools import tool
-from ._trace_format import format_trace, render_chunk
 from ._terminal_text import terminal_safe
+from ._trace_format import format_trace, render_chunk
+from .extensions._manager import ExtensionManager
+from .turn._agent import Agent
+from .turn._tools import tool
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_extensions"
 DEMO_EXTENSIONS = ["router", "guard", "tools", "audit_log", "token_meter", "node_echo"]

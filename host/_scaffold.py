@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._manifest import sanitize_name
+from .extensions._manifest import sanitize_name
 
 _EXTENSION = '''\
 """{name}: a hookwire extension (scaffolded by `hookwire ext new`)."""

@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._snapshots import TraceEvent
 from ._terminal_text import terminal_safe
+from .extensions._snapshots import TraceEvent
 
 _MARK = {
     "ok": "ok",

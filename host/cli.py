@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_validate(files: Sequence[str]) -> int:
-    from ._manifest import ManifestError, load_manifest
+    from .extensions._manifest import ManifestError, load_manifest
 
     failed = 0
     for file in files:
@@ -102,15 +102,15 @@ def _cmd_validate(files: Sequence[str]) -> int:
 
 
 def _cmd_schema() -> int:
-    from ._manifest import manifest_json_schema
+    from .extensions._manifest import manifest_json_schema
 
     print(json.dumps(manifest_json_schema(), indent=2))
     return 0
 
 
 def _cmd_new(name: str, directory: str | None) -> int:
-    from ._manifest import sanitize_name
     from ._scaffold import scaffold_extension
+    from .extensions._manifest import sanitize_name
 
     try:
         target = Path(directory or sanitize_name(name))
@@ -124,7 +124,7 @@ def _cmd_new(name: str, directory: str | None) -> int:
 
 
 async def _cmd_list(manifests: Sequence[str], sandbox: str, as_json: bool) -> int:
-    from ._extension_manager import ExtensionManager
+    from .extensions._manager import ExtensionManager
 
     async with ExtensionManager(sandbox=sandbox) as mgr:  # type: ignore[arg-type]
         infos = await mgr.load_all(manifests)
@@ -147,8 +147,8 @@ async def _cmd_list(manifests: Sequence[str], sandbox: str, as_json: bool) -> in
 
 
 def _make_agent(args: argparse.Namespace, manager: Any, *, stream: bool = True) -> Any:
-    from ._agent import Agent
     from ._trace_format import render_chunk
+    from .turn._agent import Agent
 
     class CliAgent(Agent):
         def on_chunk(self, ctx: Any) -> None:
@@ -193,7 +193,7 @@ def _print_result(result: Any, show_trace: bool) -> None:
 
 
 async def _cmd_run(args: argparse.Namespace) -> int:
-    from ._extension_manager import ExtensionManager
+    from .extensions._manager import ExtensionManager
 
     body = _parse_body(args.body)
     async with ExtensionManager(sandbox=args.sandbox) as mgr:
@@ -205,7 +205,7 @@ async def _cmd_run(args: argparse.Namespace) -> int:
 
 
 async def _cmd_chat(args: argparse.Namespace) -> int:
-    from ._extension_manager import ExtensionManager
+    from .extensions._manager import ExtensionManager
 
     body = _parse_body(args.body)
     async with ExtensionManager(sandbox=args.sandbox) as mgr:
@@ -252,7 +252,7 @@ def _cmd_doctor() -> int:
         print(f"{dist:<19} {version}")
     print(f"platform            {platform.system()} {platform.release()} {platform.machine()}, euid {os.geteuid()}")
     try:
-        from ._sandbox import sandbox_capabilities
+        from .sandbox._plan import sandbox_capabilities
     except ImportError:
         print("sandbox             (sandbox module not available)")
         return 0

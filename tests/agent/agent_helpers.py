@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from host import Agent, _scripted_model, tool
+from host import Agent, tool
+from host.turn import _scripted_model
 
 
 @tool(description="Echoes a message back", parameters={

@@ -8,7 +8,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import pytest
 
-from host import _scripted_model
+from host.turn import _scripted_model
 
 
 @pytest.fixture(autouse=True)

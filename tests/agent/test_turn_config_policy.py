@@ -1,4 +1,4 @@
-"""The TurnConfig trust boundary's policy (host/_turn_config_policy.py): the manifest grant, the providerOptions
+"""The TurnConfig trust boundary's policy (host/extensions/_turn_config_policy.py): the manifest grant, the providerOptions
 allowlist, the header policy and the one merge rule; and the host app's own endpoint, key and litellm options."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from fixtures.openai_sse_server import OpenAISSEServer
 
 from host import Agent, ManifestError, load_manifest, manifest_json_schema
-from host._manifest import Permissions
-from host._turn_config_policy import (
+from host.extensions._manifest import Permissions
+from host.extensions._turn_config_policy import (
     GRANTABLE_FIELDS,
     SCALAR_FIELDS,
     apply_extension_options,

@@ -16,7 +16,7 @@ import pytest
 
 from extension_sdk.proto import TOKEN_METADATA_KEY, host_bridge_pb2 as pb, host_bridge_pb2_grpc
 from host import HostBridgeServer, Manifest, parse_manifest
-from host._bridge import MAX_FILE_BYTES
+from host.extensions._bridge_server import MAX_FILE_BYTES
 
 SESSION = "sess-1"
 EVERYTHING = {

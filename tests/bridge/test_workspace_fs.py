@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from host._workspace_fs import PathEscapes, open_beneath, openat2_available
+from host.extensions._workspace_fs import PathEscapes, open_beneath, openat2_available
 
 MODES = [pytest.param(True, id="openat2"), pytest.param(False, id="walk")]
 

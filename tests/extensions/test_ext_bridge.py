@@ -41,7 +41,7 @@ async def test_extension_without_bridge_permissions_gets_no_host_address(
     assert "HOOKWIRE_HOST_ADDRESS" not in env
 
 
-@pytest.mark.skipif(importlib.util.find_spec("host._bridge") is None, reason="host/_bridge.py has not landed yet")
+@pytest.mark.skipif(importlib.util.find_spec("host.extensions._bridge_server") is None, reason="host/extensions/_bridge_server.py has not landed yet")
 async def test_extension_with_messages_permission_reads_messages_over_the_bridge(
     manager: ExtensionManager, tmp_path: Path
 ) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from host._manifest import Restart
-from host._supervisor import CrashPolicy
+from host.extensions._manifest import Restart
+from host.extensions._supervisor import CrashPolicy
 
 
 def test_backoff_doubles_per_crash_and_is_capped() -> None:

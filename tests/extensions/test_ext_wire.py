@@ -16,8 +16,8 @@ from host import CallContext, ChunkSnapshot, ExtensionManager, ExtensionToolErro
 
 @pytest.fixture(autouse=True)
 def connect_tools_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The stream tool path is opt-in (host._extension_connection.USE_CONNECT_TOOLS): these tests turn it on."""
-    from host import _extension_connection
+    """The stream tool path is opt-in (host.extensions._extension_client.USE_CONNECT_TOOLS): these tests turn it on."""
+    from host.extensions import _extension_client as _extension_connection
 
     monkeypatch.setattr(_extension_connection, "USE_CONNECT_TOOLS", True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from extension_sdk.proto import extension_pb2 as pb
 
-from host._frame_bytes import context_field, observation_batch, observation_item, observations_frame, serialize, varint
+from host.extensions._frames import context_field, observation_batch, observation_item, observations_frame, serialize, varint
 
 
 def _items() -> list[pb.Observation]:

@@ -1,4 +1,4 @@
-"""The bounds of one extension tool call (host/_reply_bounds.py) and their manifest fields, with a clock the test sets."""
+"""The bounds of one extension tool call (host/extensions/_reply_bounds.py) and their manifest fields, with a clock the test sets."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 
 from host import ManifestError, parse_manifest
-from host._reply_bounds import PRELIMINARY_BURST, PRELIMINARY_RATE, ToolReplyBounds, decode_bounded
-from host._wire_convert import PREVIEW_BYTES
+from host.extensions._reply_bounds import PRELIMINARY_BURST, PRELIMINARY_RATE, ToolReplyBounds, decode_bounded
+from host.extensions._convert import PREVIEW_BYTES
 
 
 def test_a_json_value_within_the_cap_is_decoded_as_is() -> None:

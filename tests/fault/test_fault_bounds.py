@@ -16,7 +16,7 @@ from fault_helpers import FaultHost, echo, host, manifest, persisted_and_next_tu
 from fault_helpers import wait_until
 
 from host import ChunkContext, tool
-from host._wire_convert import PREVIEW_BYTES
+from host.extensions._convert import PREVIEW_BYTES
 
 Record = Callable[[str, str, str], None]
 MIB = 1024 * 1024

@@ -336,7 +336,7 @@ async def test_node_sample_fetches_through_the_proxy(tmp_path: Path, record: Rec
 async def test_unenforceable_host_list_is_refused_in_auto_mode(tmp_path: Path, record: Record,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the egress layer, auto refuses a host list instead of giving it the whole network."""
-    from host import _sandbox
+    from host.sandbox import _plan as _sandbox
 
     real = _sandbox.sandbox_capabilities()
     fake = {**real, "layers": {**real["layers"], "egress_proxy": {"available": False, "detail": "no relay here"}}}

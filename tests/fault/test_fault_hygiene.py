@@ -24,7 +24,7 @@ import pytest
 from fault_helpers import FaultHost, echo, host, manifest, persisted_and_next_turn_works, tool_output, wait_until
 
 from host import ManifestError, ToolNameCollision
-from host._bridge import AUDIT_BURST, AUDIT_RATE
+from host.extensions._bridge_server import AUDIT_BURST, AUDIT_RATE
 
 Record = Callable[[str, str, str], None]
 HOOKWIRE = str(Path(sys.executable).parent / "hookwire")

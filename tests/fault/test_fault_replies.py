@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fault_helpers import host, mode, persisted_and_next_turn_works, raw, scratch_dir, tool_output, wait_until
 
-from host import _scripted_model
+from host.turn import _scripted_model
 
 Record = Callable[[str, str, str], None]
 ECHO = '/tool echo {"msg": "a"}'

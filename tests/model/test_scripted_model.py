@@ -14,7 +14,7 @@ import pytest
 from litellm.exceptions import MidStreamFallbackError
 
 from host import SCRIPTED_MODEL, register_scripted_model
-from host import _scripted_model
+from host.turn import _scripted_model
 
 register_scripted_model()
 litellm.suppress_debug_info = True

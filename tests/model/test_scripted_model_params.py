@@ -1,7 +1,7 @@
 """Which request parameters reach the scripted model (a litellm CustomLLM) in this litellm version.
 
 Each test sends one parameter through ``litellm.acompletion(stream=True)`` and reads what the model recorded in
-``host._scripted_model.last_requests``.
+``host.turn._scripted_model.last_requests``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import litellm
 import pytest
 
 from host import SCRIPTED_MODEL, register_scripted_model
-from host._scripted_model import last_requests
+from host.turn._scripted_model import last_requests
 
 register_scripted_model()
 litellm.suppress_debug_info = True

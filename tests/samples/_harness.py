@@ -35,8 +35,8 @@ HANDSHAKE_TIMEOUT_S = 20.0
 RPC_TIMEOUT_S = 10.0
 
 
-HAS_BRIDGE = importlib.util.find_spec("host._bridge") is not None
-needs_bridge = pytest.mark.skipif(not HAS_BRIDGE, reason="host/_bridge.py (the HostBridge server) has not landed yet")
+HAS_BRIDGE = importlib.util.find_spec("host.extensions._bridge_server") is not None
+needs_bridge = pytest.mark.skipif(not HAS_BRIDGE, reason="host/extensions/_bridge_server.py (the HostBridge server) has not landed yet")
 
 
 def python_command(name: str) -> list[str]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from host import Agent, tool
-from host._scripted_model import last_requests
+from host.turn._scripted_model import last_requests
 
 from ._harness import REPO, needs_bridge, node_missing_reason
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from host._fs_cleanup import remove_tree
-from host._sandbox_fs import fs_view
+from host.sandbox._fs_cleanup import remove_tree
+from host.sandbox._fs import fs_view
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux paths")
 

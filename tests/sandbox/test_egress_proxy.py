@@ -1,4 +1,4 @@
-"""The egress proxy (host/_egress_proxy.py) and its policy, driven directly over its Unix socket.
+"""The egress proxy (host/sandbox/_egress_proxy.py) and its policy, driven directly over its Unix socket.
 
 Loopback only: a resolver override maps test names to local servers started here; nothing reaches the internet.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from host._egress_policy import EgressEntryError, EgressPolicy, is_special, parse_entry
-from host._egress_proxy import EgressEvent, EgressProxy
+from host.sandbox._egress_policy import EgressEntryError, EgressPolicy, is_special, parse_entry
+from host.sandbox._egress_proxy import EgressEvent, EgressProxy
 
 EXT = "fetcher"
 
@@ -288,7 +288,7 @@ def test_address_classification(address: str, special: bool) -> None:
 
 def test_ipv4_mapped_loopback_is_judged_as_loopback() -> None:
     """::ffff:127.0.0.1 is refused like 127.0.0.1 (and allowed only by listing 127.0.0.1)."""
-    from host._egress_policy import parse_ip
+    from host.sandbox._egress_policy import parse_ip
 
     addr = parse_ip("::ffff:127.0.0.1")
     assert addr is not None

@@ -18,7 +18,7 @@ import pytest
 from fixtures.sandbox_dirs import Dirs, require
 
 from host import parse_manifest, plan_launch
-from host._sandbox import EgressSpec
+from host.sandbox._plan import EgressSpec
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox layers are Linux features")
 
@@ -109,7 +109,7 @@ def test_tcp_to_any_other_address_fails_with_egress(dirs: Dirs, echo_socket: Pat
 async def test_zygote_forked_extension_reaches_the_host_unix_socket(dirs: Dirs, echo_socket: Path) -> None:
     """The zygote path applies the same relay: a forked Python child gets the host socket's answer on the port."""
     require("pid_namespace", "net_namespace")
-    from host._zygote import Zygote, zygote_launch
+    from host.sandbox._zygote import Zygote, zygote_launch
 
     path = dirs.base / "script.py"
     path.write_text(f"import socket\ns = socket.create_connection(('127.0.0.1', {PORT}), timeout=10)\n"

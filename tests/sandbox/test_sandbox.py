@@ -1,4 +1,4 @@
-"""The sandbox: real processes started through host/_launcher.py, each a small Python script."""
+"""The sandbox: real processes started through host/sandbox/_launcher.py, each a small Python script."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pytest
 from fixtures.sandbox_dirs import Dirs, require
 
 from host import Manifest, SandboxUnavailable, parse_manifest, plan_launch, sandbox_capabilities
-from host import _sandbox
+from host.sandbox import _plan as _sandbox
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox layers are Linux features")
 

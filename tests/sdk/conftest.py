@@ -17,10 +17,10 @@ from pathlib import Path
 import grpc
 import pytest
 
+from extension_sdk.proto import MAGIC_COOKIE as COOKIE
 from extension_sdk.proto import TOKEN_METADATA_KEY, extension_pb2_grpc
 
 FIXTURES = Path(__file__).parent / "fixtures"
-COOKIE = "hookwire-extension-v1"
 HANDSHAKE_TIMEOUT_S = 15.0
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from host import MessageStore, StoreError, StoreVersionError
-from host import _store as host_store
+from host.turn import _store as host_store
 
 
 def msg(i: int | str, role: str = "user", text: str | None = None) -> dict:
@@ -155,7 +155,7 @@ def test_another_process_sees_committed_messages(db: Path) -> None:
 
     asyncio.run(write())
     code = (
-        # load host/_store.py alone: importing the whole host package (litellm, grpc) would cost seconds
+        # load host/turn/_store.py alone: importing the whole host package (litellm, grpc) would cost seconds
         "import asyncio, importlib.util, sys\n"
         "spec = importlib.util.spec_from_file_location('hookwire_store', sys.argv[2])\n"
         "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"

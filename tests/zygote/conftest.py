@@ -10,7 +10,7 @@ import pytest
 
 from zy_helpers import Dirs
 
-from host._zygote import Zygote
+from host.sandbox._zygote import Zygote
 
 
 @pytest.fixture

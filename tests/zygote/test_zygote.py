@@ -17,7 +17,7 @@ import pytest
 from zy_helpers import FIXTURES, REPO, Dirs, base_env, collect, require, run_script, spawn
 
 from extension_sdk.proto import HANDSHAKE_MAGIC, TOKEN_METADATA_KEY, extension_pb2, extension_pb2_grpc
-from host._zygote import UNKNOWN_EXIT, Zygote, ZygoteUnavailable, zygote_launch
+from host.sandbox._zygote import UNKNOWN_EXIT, Zygote, ZygoteUnavailable, zygote_launch
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the zygote is Linux-only (pidfd, namespaces)")
 
@@ -242,7 +242,7 @@ async def test_the_zygote_exits_when_its_host_dies(dirs: Dirs) -> None:
     host = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent("""
             import asyncio, time
-            from host._zygote import Zygote
+            from host.sandbox._zygote import Zygote
             async def main():
                 z = Zygote()
                 await z.start()
@@ -319,7 +319,7 @@ def test_launcher_argv_is_unwrapped_into_its_spec_and_command() -> None:
 
 
 def test_environment_switch_disables_the_zygote(monkeypatch: pytest.MonkeyPatch) -> None:
-    from host._zygote import zygote_enabled
+    from host.sandbox._zygote import zygote_enabled
 
     monkeypatch.setenv("HOOKWIRE_ZYGOTE", "0")
     assert not zygote_enabled()

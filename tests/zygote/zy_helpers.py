@@ -12,7 +12,7 @@ from typing import Any
 from fixtures.sandbox_dirs import Dirs, require  # noqa: F401 - re-exported for the tests
 
 from host import parse_manifest, plan_launch
-from host._zygote import Zygote, ZygoteProcess, zygote_launch
+from host.sandbox._zygote import Zygote, ZygoteProcess, zygote_launch
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "extensions" / "fixtures"

@@ -1,0 +1,364 @@
+"""The `hookwire.v1.Extension` gRPC servicer (grpc.aio) and the token-checking interceptor."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import hmac
+import inspect
+import logging
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from . import __version__
+from ._bridge_client import Host, HostConnection
+from ._call_context import set_current_call
+from ._convert import (
+    OBSERVATION_KINDS,
+    _decode,
+    chunk_snapshot,
+    encode_json,
+    hook_error,
+    step_snapshot,
+    tool_call_snapshot,
+    tool_decision,
+    tool_result_snapshot,
+    turn_patch,
+    turn_snapshot,
+)
+from ._extension import Extension, HookDef, ToolDef
+from .proto import PROTOCOL_VERSION, TOKEN_METADATA_KEY
+from .proto import extension_pb2 as pb
+from .proto import extension_pb2_grpc as pb_grpc
+
+log = logging.getLogger("extension_sdk")
+
+_SERVICE_PREFIX = "/hookwire.v1.Extension/"
+_MAX_UNREPORTED_ERRORS = 100
+_MISSING: Any = object()
+_SDK = f"extension_sdk/{__version__} python/{sys.version_info.major}.{sys.version_info.minor}"
+
+
+class TokenInterceptor(grpc.aio.ServerInterceptor):
+    """Rejects Extension-service calls without the right `x-hookwire-token` (health checks pass)."""
+
+    def __init__(self, token: str | None) -> None:
+        self._token = token.encode() if token else None
+        self._denied: dict[str, grpc.RpcMethodHandler] = {}
+
+    def _ok(self, metadata: Any) -> bool:
+        for key, value in metadata or ():
+            if key == TOKEN_METADATA_KEY:
+                got = value if isinstance(value, bytes) else value.encode()
+                return hmac.compare_digest(got, self._token or b"")
+        return False
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if self._token is None or handler is None or not method.startswith(_SERVICE_PREFIX):
+            return handler
+        if self._ok(handler_call_details.invocation_metadata):
+            return handler
+        log.warning("rejected %s: missing or wrong %s", method, TOKEN_METADATA_KEY)
+        denied = self._denied.get(method)
+        if denied is None:
+            denied = self._denied[method] = _deny(handler)
+        return denied
+
+
+def _deny(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    message = f"missing or wrong {TOKEN_METADATA_KEY} metadata"
+
+    async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+    async def streaming(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        yield  # pragma: no cover - makes this an async generator
+
+    ser = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
+    if handler.request_streaming and handler.response_streaming:
+        return grpc.stream_stream_rpc_method_handler(streaming, **ser)
+    if handler.request_streaming:
+        return grpc.stream_unary_rpc_method_handler(unary, **ser)
+    if handler.response_streaming:
+        return grpc.unary_stream_rpc_method_handler(streaming, **ser)
+    return grpc.unary_unary_rpc_method_handler(unary, **ser)
+
+
+class ExtensionServicer(pb_grpc.ExtensionServicer):
+    """Dispatches the host's calls to an `Extension`'s handlers."""
+
+    def __init__(
+        self,
+        ext: Extension,
+        conn: HostConnection | None,
+        on_shutdown: Callable[[float], None],
+        executor: ThreadPoolExecutor,
+    ) -> None:
+        self._ext = ext
+        self._conn = conn
+        self._on_shutdown = on_shutdown
+        self._executor = executor
+        self._hooks = ext.hooks
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _host(self, session_id: str) -> Host | None:
+        return Host(self._conn, session_id) if self._conn is not None else None
+
+    async def _call_hook(self, hook: HookDef, snapshot: dict[str, Any], context: pb.CallContext) -> Any:
+        set_current_call(context)
+        result = self._start_hook(hook, snapshot, context.session_id)
+        if hook.is_async or inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def _start_hook(self, hook: HookDef, snapshot: dict[str, Any], session_id: str) -> Any:
+        """Call a handler (the call context is already set): its result, or an awaitable for an async one."""
+        if hook.wants_host:
+            return hook.fn(snapshot, self._host(session_id))
+        return hook.fn(snapshot)
+
+    def _failed(self, hook: str, exc: BaseException) -> pb.HookError:
+        log.error("%s handler raised %s: %s", hook, type(exc).__name__, exc, exc_info=exc)
+        return hook_error(hook, exc)
+
+    async def _before_turn(self, request: pb.BeforeTurnRequest) -> pb.BeforeTurnResponse:
+        hook = self._hooks.get("beforeTurn")
+        if hook is None:
+            return pb.BeforeTurnResponse()
+        try:
+            result = await self._call_hook(hook, turn_snapshot(request.snapshot), request.context)
+            patch = turn_patch(result)
+        except Exception as exc:
+            return pb.BeforeTurnResponse(error=self._failed("beforeTurn", exc))
+        return pb.BeforeTurnResponse(config=patch) if patch is not None else pb.BeforeTurnResponse()
+
+    async def _before_tool_call(self, request: pb.BeforeToolCallRequest) -> pb.BeforeToolCallResponse:
+        hook = self._hooks.get("beforeToolCall")
+        if hook is None:
+            return pb.BeforeToolCallResponse()
+        try:
+            result = await self._call_hook(hook, tool_call_snapshot(request.snapshot), request.context)
+            decision = tool_decision(result)
+        except Exception as exc:
+            return pb.BeforeToolCallResponse(error=self._failed("beforeToolCall", exc))
+        return pb.BeforeToolCallResponse(decision=decision) if decision is not None else pb.BeforeToolCallResponse()
+
+    async def _observe_one(
+        self, name: str, build: Callable[[Any], dict[str, Any]], snapshot: Any, context: pb.CallContext
+    ) -> pb.HookAck:
+        hook = self._hooks.get(name)
+        if hook is None:
+            return pb.HookAck()
+        try:
+            await self._call_hook(hook, build(snapshot), context)
+        except Exception as exc:
+            return pb.HookAck(error=self._failed(name, exc))
+        return pb.HookAck()
+
+    async def _observe(self, batch: pb.ObservationBatch) -> pb.ObservationAck:
+        """Handle a batch in order. All its items share one call context, set once."""
+        hooks = self._hooks
+        context = batch.context
+        set_current_call(context)
+        session_id = context.session_id
+        errors: list[pb.HookError] = []
+        handled = 0
+        for item in batch.items:
+            handled += 1
+            kind = item.WhichOneof("event")
+            spec = OBSERVATION_KINDS.get(kind) if kind else None
+            if spec is None:
+                continue
+            hook = hooks.get(spec[0])
+            if hook is None:
+                continue
+            try:
+                result = self._start_hook(hook, spec[1](getattr(item, kind)), session_id)
+                if hook.is_async or inspect.isawaitable(result):
+                    await result
+                    set_current_call(context)  # an async handler may have changed it in this task
+            except Exception as exc:
+                errors.append(self._failed(spec[0], exc))
+        return pb.ObservationAck(handled=handled, errors=errors)
+
+    # -- RPCs ----------------------------------------------------------------------------------
+
+    async def Describe(self, request: pb.DescribeRequest, context: grpc.aio.ServicerContext) -> pb.DescribeResponse:
+        ext = self._ext
+        return pb.DescribeResponse(
+            name=ext.name,
+            version=ext.version,
+            protocol_version=PROTOCOL_VERSION,
+            hooks=list(ext.hooks),
+            tools=[
+                pb.ToolSpec(
+                    name=t.name,
+                    description=t.description,
+                    input_schema_json=encode_json(t.schema),
+                    streaming=t.streaming,
+                )
+                for t in ext.tools.values()
+            ],
+            features=["connect", "connect-tools", "prelude"],
+            description=ext.description,
+            sdk=_SDK,
+        )
+
+    async def BeforeTurn(self, request: pb.BeforeTurnRequest, context: Any) -> pb.BeforeTurnResponse:
+        return await self._before_turn(request)
+
+    async def BeforeToolCall(self, request: pb.BeforeToolCallRequest, context: Any) -> pb.BeforeToolCallResponse:
+        return await self._before_tool_call(request)
+
+    async def AfterToolCall(self, request: pb.AfterToolCallRequest, context: Any) -> pb.HookAck:
+        return await self._observe_one(
+            "afterToolCall", tool_result_snapshot, request.snapshot, request.context
+        )
+
+    async def OnStepFinish(self, request: pb.OnStepFinishRequest, context: Any) -> pb.HookAck:
+        return await self._observe_one("onStepFinish", step_snapshot, request.snapshot, request.context)
+
+    async def OnChunk(self, request: pb.OnChunkRequest, context: Any) -> pb.HookAck:
+        return await self._observe_one("onChunk", chunk_snapshot, request.snapshot, request.context)
+
+    async def Observe(self, request: pb.ObservationBatch, context: Any) -> pb.ObservationAck:
+        return await self._observe(request)
+
+    async def Connect(self, request_iterator: AsyncIterator[pb.HostFrame], context: Any) -> AsyncIterator[pb.ExtensionFrame]:
+        """Frames are handled strictly in order, except tool calls, which run concurrently (feature connect-tools)."""
+        out: asyncio.Queue[pb.ExtensionFrame | None] = asyncio.Queue()
+        reader = asyncio.create_task(self._read_frames(request_iterator, out))
+        try:
+            while (frame := await out.get()) is not None:
+                yield frame
+        finally:
+            reader.cancel()
+
+    async def _read_frames(self, frames: AsyncIterator[pb.HostFrame], out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
+        tools: dict[int, asyncio.Task[None]] = {}
+        unreported: list[pb.HookError] = []  # handler errors of observation frames nobody asked an answer for
+        try:
+            async for frame in frames:
+                if frame.HasField("prelude"):  # observations that rode along: handled first, answered by no one
+                    ack = await self._observe(frame.prelude)
+                    if ack.errors and len(unreported) < _MAX_UNREPORTED_ERRORS:
+                        unreported.extend(ack.errors[: _MAX_UNREPORTED_ERRORS - len(unreported)])
+                body = frame.WhichOneof("body")
+                fid = frame.id
+                if body == "observations":
+                    ack = await self._observe(frame.observations)
+                    if fid:
+                        if unreported:
+                            ack.errors.extend(unreported)
+                            unreported.clear()
+                        out.put_nowait(pb.ExtensionFrame(id=fid, observations=ack))
+                    elif ack.errors and len(unreported) < _MAX_UNREPORTED_ERRORS:
+                        unreported.extend(ack.errors[: _MAX_UNREPORTED_ERRORS - len(unreported)])
+                elif body == "before_turn":
+                    turn = await self._before_turn(frame.before_turn)
+                    if fid:
+                        out.put_nowait(pb.ExtensionFrame(id=fid, before_turn=turn))
+                elif body == "before_tool_call":
+                    call = await self._before_tool_call(frame.before_tool_call)
+                    if fid:
+                        out.put_nowait(pb.ExtensionFrame(id=fid, before_tool_call=call))
+                elif body == "execute_tool":
+                    task = asyncio.create_task(self._stream_tool(fid, frame.execute_tool, out))
+                    tools[fid] = task
+                    task.add_done_callback(lambda _t, i=fid: tools.pop(i, None))
+                elif body == "cancel":
+                    running = tools.get(frame.cancel.id)
+                    if running is not None:
+                        running.cancel()
+                elif fid:
+                    # A frame kind this SDK does not know (a newer host): answer so nobody waits for it.
+                    out.put_nowait(pb.ExtensionFrame(id=fid))
+            if tools:  # the host half-closed: let the tool calls in flight answer, then end the stream
+                await asyncio.gather(*list(tools.values()), return_exceptions=True)
+        finally:
+            for task in list(tools.values()):
+                task.cancel()
+            out.put_nowait(None)
+
+    async def _stream_tool(self, fid: int, request: pb.ExecuteToolRequest,
+                           out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
+        async for event in self._tool_events(request):
+            out.put_nowait(pb.ExtensionFrame(id=fid, tool_event=event))
+
+    async def ExecuteTool(self, request: pb.ExecuteToolRequest, context: Any) -> AsyncIterator[pb.ToolEvent]:
+        async for event in self._tool_events(request):
+            yield event
+
+    async def _tool_events(self, request: pb.ExecuteToolRequest) -> AsyncIterator[pb.ToolEvent]:
+        """Zero or more preliminary events, then exactly one output or error event."""
+        tool = self._ext.tools.get(request.name)
+        if tool is None:
+            known = ", ".join(self._ext.tools) or "none"
+            message = f"extension {self._ext.name!r} has no tool {request.name!r} (tools: {known})"
+            log.error("%s", message)
+            yield pb.ToolEvent(error=pb.HookError(hook="tool", name="UnknownTool", message=message))
+            return
+        try:
+            async for event in self._run_tool(tool, request):
+                yield event
+        except Exception as exc:
+            log.error("tool %s raised %s: %s", tool.name, type(exc).__name__, exc, exc_info=exc)
+            err = hook_error("tool", exc)
+            yield pb.ToolEvent(error=err)
+
+    async def _run_tool(self, tool: ToolDef, request: pb.ExecuteToolRequest) -> AsyncIterator[pb.ToolEvent]:
+        args: Any = _decode(request.input_json)
+        if args is None:
+            args = {}
+        if tool.model is not None:
+            args = tool.model.model_validate(args)
+        set_current_call(request.context)
+        call_args = (args, self._host(request.context.session_id)) if tool.wants_host else (args,)
+        loop = asyncio.get_running_loop()
+        if tool.is_async_gen:
+            pending = _MISSING
+            async for value in tool.fn(*call_args):
+                if pending is not _MISSING:
+                    yield pb.ToolEvent(preliminary_json=encode_json(pending))
+                pending = value
+            yield pb.ToolEvent(output_json=encode_json(None if pending is _MISSING else pending))
+            return
+        if tool.streaming:  # a sync generator: advance it in a worker thread
+            gen = await loop.run_in_executor(self._executor, contextvars.copy_context().run, functools.partial(tool.fn, *call_args))
+            pending = _MISSING
+            while True:
+                value = await loop.run_in_executor(self._executor, contextvars.copy_context().run, next, gen, _MISSING)
+                if value is _MISSING:
+                    break
+                if pending is not _MISSING:
+                    yield pb.ToolEvent(preliminary_json=encode_json(pending))
+                pending = value
+            yield pb.ToolEvent(output_json=encode_json(None if pending is _MISSING else pending))
+            return
+        if tool.is_async:
+            result = await tool.fn(*call_args)
+        else:
+            result = await loop.run_in_executor(self._executor, contextvars.copy_context().run, functools.partial(tool.fn, *call_args))
+            if inspect.isawaitable(result):
+                result = await result
+        yield pb.ToolEvent(output_json=encode_json(result))
+
+    async def Shutdown(self, request: pb.ShutdownRequest, context: Any) -> pb.ShutdownResponse:
+        grace = request.grace_ms / 1000.0
+        log.info("shutdown requested by the host (grace %.0f ms)", request.grace_ms)
+        asyncio.get_running_loop().call_soon(self._on_shutdown, grace)
+        return pb.ShutdownResponse()

@@ -1,0 +1,146 @@
+"""What an extension's private root shows: read-only system and interpreter paths, its own tree, its sockets.
+
+`fs_view` computes, on the host, the `fs` part of the launcher spec (host/sandbox/_launcher.py `mount_root` applies it
+inside a mount namespace). Invariants:
+  - an allowlist: only the listed paths exist in the new root (plus /dev null/zero/full/random/urandom, an
+    empty read-only /tmp, a fresh /proc of the extension's own pid namespace, and its scratch tmpfs);
+  - every path appears at the same absolute path as on the host (sockets, cwd, sys.path keep working);
+  - `private` paths (the store and its sidecars, the workspace, other extensions' trees and manifests,
+    sibling runtime subdirs) are covered by an empty mode-0 node when they sit inside a visible tree --
+    unless they contain something the extension is shown on purpose (its own cwd, code or runtime subdir);
+  - the user's home is never listed as a whole: only the interpreter prefix inside it (pyenv) is.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+# Top-level system directories shown read-only (symlinks such as /bin -> usr/bin are recreated as symlinks).
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/node")
+# /etc entries a process commonly needs (name resolution, TLS roots, users, time zone, the loader's cache).
+ETC_ENTRIES = (
+    "ssl", "ca-certificates", "ca-certificates.conf", "pki", "crypto-policies", "hosts", "host.conf", "resolv.conf",
+    "nsswitch.conf", "gai.conf", "passwd", "group", "localtime", "timezone", "ld.so.cache", "ld.so.conf",
+    "ld.so.conf.d", "alternatives", "mime.types", "protocols", "services", "os-release", "locale.alias",
+    "locale.conf", "default/locale",
+)
+SIDECARS = ("-wal", "-shm", "-journal")
+_MAX_COPY = 256 * 1024
+
+
+def _real(path: str | Path) -> str:
+    return os.path.realpath(os.path.abspath(path))
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+@functools.lru_cache(maxsize=1)
+def _python_paths() -> tuple[str, ...]:
+    """The interpreter's prefixes and the SDK's source dir (an editable install lives outside the prefixes).
+
+    Not the host's other sys.path entries: the host app's own directory may hold its .env or its store.
+    """
+    paths = {_real(sys.base_prefix), _real(sys.prefix), _real(sys.executable)}
+    for name in ("extension_sdk",):
+        spec = importlib.util.find_spec(name)
+        for loc in (spec.submodule_search_locations or []) if spec is not None else []:
+            paths.add(_real(loc))
+    return tuple(sorted(paths))
+
+
+def _command_paths(command: list[str]) -> list[str]:
+    """The command's executable (resolved through PATH) and its installation prefix (node's lib dir)."""
+    if not command:
+        return []
+    exe = shutil.which(command[0]) if os.sep not in command[0] else command[0]
+    if exe is None:
+        return []
+    real = _real(exe)
+    out = [real]
+    bin_dir = os.path.dirname(real)
+    if os.path.basename(bin_dir) == "bin":
+        prefix = os.path.dirname(bin_dir)
+        if prefix not in ("/", "/usr"):
+            out.append(prefix)
+    return out
+
+
+def _script_dir(command: list[str], cwd: Path) -> str | None:
+    """The directory of the script an interpreter runs (`python x.py`, `node x.js`): the extension's code."""
+    if len(command) < 2 or command[1].startswith("-"):
+        return None
+    path = Path(command[1]) if os.path.isabs(command[1]) else Path(cwd) / command[1]
+    return _real(path.parent) if path.is_file() else None
+
+
+def fs_view(
+    *,
+    command: list[str],
+    cwd: Path,
+    extension_dir: Path | None,
+    runtime_subdir: Path,
+    scratch_dir: Path,
+    scratch_mb: int,
+    sockets: list[Path],
+    private: list[Path],
+) -> dict[str, Any]:
+    """The launcher's `fs` spec for one extension (see the module docstring)."""
+    ro: list[str] = []
+    symlinks: dict[str, str] = {}
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            symlinks[d] = os.readlink(d)
+        elif os.path.isdir(d):
+            ro.append(d)
+    copies: list[str] = []  # small regular /etc files: copied into the root (cheaper than a bind mount each)
+    for entry in ETC_ENTRIES:
+        path = "/etc/" + entry
+        if not os.path.lexists(path):
+            continue
+        if os.path.islink(path):
+            symlinks[path] = _real(path)
+            path = _real(path)
+        if os.path.isfile(path) and path.startswith("/etc/") and os.path.getsize(path) <= _MAX_COPY:
+            copies.append(path)
+        else:
+            ro.append(path)
+    shown = [_real(cwd)] + ([_real(extension_dir)] if extension_dir is not None else [])
+    script = _script_dir(command, cwd)
+    if script is not None:
+        shown.append(script)
+    wanted = [*ro, *_python_paths(), *_command_paths(command), *shown]
+    # Parents first; a path inside an already-shown tree is visible through it.
+    ordered: list[str] = []
+    for path in sorted(set(wanted), key=lambda p: (p.count("/"), p)):
+        if any(_under(path, done) for done in ordered):
+            continue
+        ordered.append(path)
+    own_runtime = _real(runtime_subdir)
+    rw = [own_runtime, *(_real(s) for s in sockets)]
+    keep = [*shown, own_runtime, *(_real(s) for s in sockets), *_command_paths(command)]
+    deny: list[str] = []
+    for p in private:
+        real = _real(p)
+        candidates = [real] + ([real + s for s in SIDECARS] if os.path.isfile(real) else [])
+        for c in candidates:
+            if any(_under(k, c) for k in keep):
+                continue  # it contains what the extension must see (e.g. the workspace is its cwd)
+            if any(_under(c, v) for v in ordered) and os.path.lexists(c):
+                deny.append(c)
+    return {
+        "stage": _real(scratch_dir),
+        "copy": copies,
+        "ro": ordered,
+        "rw": rw,
+        "deny": sorted(set(deny)),
+        "symlinks": symlinks,
+        "scratch": {"path": _real(scratch_dir), "size_mb": scratch_mb},
+    }

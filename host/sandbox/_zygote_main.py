@@ -1,0 +1,311 @@
+"""hookwire zygote: a pre-imported Python process that forks Python extensions (the child side of host/sandbox/_zygote.py).
+
+STANDALONE: the host runs it as
+
+    python host/sandbox/_zygote_main.py <title room>
+
+with a minimal environment (PATH, LANG, LC_ALL, TZ: nothing secret) and a SOCK_SEQPACKET control socket as its
+stdin. It imports grpc, grpc.aio, grpc_health, extension_sdk and the generated protos BEFORE any gRPC object
+exists (so it has no threads), reports `{"op": "ready"}`, then serves spawn requests until its stdin closes
+(the host's lifeline: when the host dies, the zygote exits).
+
+Protocol (one JSON object per datagram):
+  host -> zygote  {"op": "spawn", "id": N} with 4 fds (SCM_RIGHTS): child stdin, stdout, stderr, config socket
+  zygote -> host  {"op": "ready", "pid", "threads", "imported"}   once, after the pre-imports
+                  {"op": "spawned", "id", "pid"} | {"op": "failed", "id", "error"}
+                  {"op": "exit", "pid", "code"}   code as asyncio reports it (negative: killed by that signal)
+
+The zygote never sees an extension's environment (it carries the extension's token): the forked child reads
+its config from the config socket, which the host writes to directly. Config: {"name", "kind": "module"|"path",
+"target", "argv" (sys.argv), "title" (the command line to show in /proc/PID/cmdline), "cwd", "env", "spec" (the
+launcher's sandbox spec or null)}.
+
+The child: setsid, stdio onto 0/1/2, os.environ replaced wholesale, chdir, the launcher's sandbox layers (the
+same `apply_spec` as host/sandbox/_launcher.py; failure: its message on stderr, exit 125), then runpy, exiting like
+a real interpreter would (SystemExit code, traceback and 1 on an exception), always through os._exit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+PRELOAD = (
+    "asyncio", "concurrent.futures", "argparse", "logging", "runpy",
+    "grpc", "grpc.aio", "grpc_health.v1.health", "grpc_health.v1.health_pb2", "grpc_health.v1.health_pb2_grpc",
+    "extension_sdk", "extension_sdk.proto.extension_pb2", "extension_sdk.proto.extension_pb2_grpc",
+    "extension_sdk.proto.host_bridge_pb2", "extension_sdk.proto.host_bridge_pb2_grpc",
+)
+EXIT_SANDBOX_FAILED = 125
+EXIT_SETUP_FAILED = 127
+M_ARENA_MAX = -8
+_MAX_CONFIG = 16 * 1024 * 1024
+
+
+def _load_launcher() -> ModuleType:
+    """host/sandbox/_launcher.py, loaded by path (the `host` package must not be imported here)."""
+    path = Path(__file__).resolve().with_name("_launcher.py")
+    spec = importlib.util.spec_from_file_location("_hookwire_launcher", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _preload() -> list[str]:
+    done = []
+    for name in PRELOAD:
+        try:
+            __import__(name)
+            done.append(name)
+        except Exception as exc:  # a missing module only makes children slower
+            print(f"hookwire-zygote: cannot pre-import {name}: {exc}", file=sys.stderr, flush=True)
+    return done
+
+
+def _thread_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return -1
+
+
+def _send(ctrl: socket.socket, message: dict[str, Any]) -> None:
+    ctrl.send(json.dumps(message).encode())
+
+
+# ---------------------------------------------------------------- the child
+
+
+def _set_cmdline(args: list[str]) -> None:
+    """Show the extension's command in /proc/self/cmdline by overwriting the original argv area in place."""
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            stat = fh.read()
+        fields = stat[stat.rindex(b")") + 2:].split()
+        start, end = int(fields[45]), int(fields[46])  # fields 48, 49: arg_start, arg_end
+        size = end - start
+        if size <= 1:
+            return
+        blob = b"\0".join(a.encode("utf-8", "surrogateescape") for a in args)[: size - 1]
+        ctypes.memmove(start, blob + b"\0" * (size - len(blob)), size)
+    except (OSError, ValueError, IndexError):
+        pass
+
+
+def _exit_code(code: object) -> int:
+    """The exit status a real interpreter gives `raise SystemExit(code)`."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
+
+
+def _finish(code: int) -> None:
+    """What interpreter shutdown does that matters to an extension, then _exit (nothing of the zygote runs)."""
+    try:
+        import threading
+
+        threading._shutdown()  # type: ignore[attr-defined]  # join non-daemon threads, like Py_Finalize
+    except BaseException:
+        pass
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    try:
+        sys.stdout.flush()
+    except BaseException:
+        code = code or 120
+    try:
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    os._exit(code)
+
+
+def _read_config(fd: int) -> dict[str, Any]:
+    with socket.socket(fileno=fd) as sock:
+        sock.settimeout(30)
+        chunks = []
+        total = 0
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > _MAX_CONFIG:
+                raise ValueError("config too large")
+            chunks.append(chunk)
+    return json.loads(b"".join(chunks))
+
+
+def _child(ctrl: socket.socket, fds: list[int], wake: tuple[int, int], launcher: ModuleType, parent: int) -> None:
+    """In the forked child: become the extension. Never returns."""
+    name = "?"
+    try:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in wake:
+            os.close(fd)
+        ctrl.detach()  # fd 0: replaced by the child's stdin just below
+        stdin_fd, stdout_fd, stderr_fd, config_fd = fds
+        os.dup2(stdin_fd, 0)
+        os.dup2(stdout_fd, 1)
+        os.dup2(stderr_fd, 2)
+        for fd in (stdin_fd, stdout_fd, stderr_fd):
+            os.close(fd)
+        config = _read_config(config_fd)
+        name = str(config.get("name", "?"))
+        env = {str(k): str(v) for k, v in config["env"].items()}
+        os.environ.clear()
+        os.environ.update(env)
+        time.tzset()
+        if "MALLOC_ARENA_MAX" in env:  # glibc read the variable at start-up; apply it now
+            ctypes.CDLL(None).mallopt(M_ARENA_MAX, int(env["MALLOC_ARENA_MAX"]))
+        os.chdir(config["cwd"])
+    except BaseException as exc:
+        try:
+            os.write(2, f"hookwire-zygote: extension {name!r}: cannot start: {exc}\n".encode())
+        finally:
+            os._exit(EXIT_SETUP_FAILED)
+    _set_cmdline([str(a) for a in config.get("title") or []])  # before the sandbox forks: every process shows it
+    spec = config.get("spec")
+    if spec:
+        try:
+            launcher.apply_spec(spec, parent)
+        except launcher.SandboxError as exc:
+            os.write(2, f"hookwire-sandbox: extension {spec.get('extension')!r}: {exc}\n".encode())
+            os._exit(EXIT_SANDBOX_FAILED)
+        except BaseException as exc:
+            os.write(2, f"hookwire-sandbox: extension {name!r}: {exc}\n".encode())
+            os._exit(EXIT_SANDBOX_FAILED)
+    kind, target = config["kind"], config["target"]
+    sys.argv = [str(a) for a in config["argv"]]
+    sys.path.insert(0, os.getcwd() if kind == "module" else os.path.dirname(os.path.realpath(target)))
+    code = 0
+    try:
+        import runpy
+
+        if kind == "module":
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(target, run_name="__main__")
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        _finish_signal(signal.SIGINT)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    _finish(code)
+
+
+def _finish_signal(sig: int) -> None:
+    """Die by `sig`, like an interpreter whose KeyboardInterrupt went unhandled."""
+    try:
+        sys.stderr.flush()
+    finally:
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+
+
+# ---------------------------------------------------------------- the zygote
+
+
+def _reap(ctrl: socket.socket, children: set[int]) -> None:
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            children.clear()
+            return
+        if pid == 0:
+            return
+        children.discard(pid)
+        _send(ctrl, {"op": "exit", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
+
+
+def main() -> None:
+    # Not `python -P` (children would inherit sys.flags.safe_path): drop this script's dir from sys.path instead.
+    if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+        del sys.path[0]
+    ctrl = socket.socket(fileno=0)  # the control socket: also the lifeline
+    ctrl.setblocking(True)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    launcher = _load_launcher()
+    launcher.load_relay()  # forked children use it without loading it again
+    zygote_pid = os.getpid()
+    imported = _preload()
+    threads = _thread_count()
+    _send(ctrl, {"op": "ready", "pid": os.getpid(), "threads": threads, "imported": imported})
+    if threads != 1:
+        return  # forking a multi-threaded process is unsafe (and unshare(CLONE_NEWUSER) fails): the host falls back
+    children: set[int] = set()
+    poller = select.poll()
+    poller.register(0, select.POLLIN)
+    poller.register(wake_r, select.POLLIN)
+    while True:
+        events = dict(poller.poll())
+        if wake_r in events:
+            try:
+                while os.read(wake_r, 4096):
+                    pass
+            except BlockingIOError:
+                pass
+        _reap(ctrl, children)
+        if 0 not in events:
+            continue
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(ctrl, 65536, 8)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if not data:
+            return  # the host closed the lifeline
+        request: Any = {}
+        try:
+            request = json.loads(data)
+            if request.get("op") != "spawn" or len(fds) != 4:
+                raise ValueError(f"bad request {data[:100]!r} with {len(fds)} fds")
+            pid = os.fork()
+        except Exception as exc:
+            for fd in fds:
+                os.close(fd)
+            _send(ctrl, {"op": "failed", "id": request.get("id") if isinstance(request, dict) else None,
+                         "error": str(exc)})
+            continue
+        if pid == 0:
+            _child(ctrl, fds, (wake_r, wake_w), launcher, zygote_pid)
+        for fd in fds:
+            os.close(fd)
+        children.add(pid)
+        _send(ctrl, {"op": "spawned", "id": request["id"], "pid": pid})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,432 @@
+"""The streaming step loop of one turn: litellm.acompletion(stream=True), deltas assembled into text, reasoning
+and tool calls, tools executed with the before/after decisions, steps bounded by max_steps and stop_when.
+
+The loop knows nothing of subclasses or extensions: it calls the ``LoopHooks`` the agent hands it, and builds the
+assistant message (UI shape) in place, so whatever streamed before an error or an abort is still there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from ._chat_errors import ChatStreamStallError, TurnAborted  # noqa: E402
+from ._session import maybe_await  # noqa: E402
+from ._tools import Tool, ToolInputError  # noqa: E402
+from ._types import (  # noqa: E402
+    Chunk,
+    ChunkContext,
+    PrepareStepContext,
+    StepConfig,
+    StepContext,
+    ToolCallContext,
+    ToolCallDecision,
+    ToolCallRecord,
+    ToolCallResultContext,
+    ToolResultRecord,
+    Usage,
+)
+from ._ui_messages import finalize, tool_part  # noqa: E402
+
+_FINISH = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}
+
+
+class LoopHooks(Protocol):
+    async def before_step(self, ctx: PrepareStepContext) -> StepConfig | None: ...
+    async def decide(self, ctx: ToolCallContext, tool: Tool) -> ToolCallDecision: ...
+    async def execute(self, tool: Tool, input: Any, ctx: ToolCallContext, on_preliminary: Callable[[Any], Any]) -> Any: ...
+    async def after_tool_call(self, ctx: ToolCallResultContext) -> None: ...
+    async def on_step_finish(self, ctx: StepContext) -> None: ...
+    async def on_chunk(self, ctx: ChunkContext) -> None: ...
+
+
+@dataclass
+class TurnPlan:
+    """Everything the loop needs, after before_turn and the extensions' patch."""
+
+    model: str
+    system: str
+    messages: list[dict[str, Any]]
+    tools: dict[str, Tool]
+    active_tools: list[str] | None = None
+    tool_choice: Any = None
+    max_steps: int = 10
+    stop_when: list[Callable[..., Any]] = field(default_factory=list)
+    send_reasoning: bool = True
+    settings: dict[str, Any] = field(default_factory=dict)  # litellm keyword arguments
+    stall_timeout_s: float | None = None
+    transforms: list[Callable[..., Any]] = field(default_factory=list)
+
+
+def litellm_tool_choice(choice: Any) -> Any:
+    """Think's ToolChoice ("auto" | "none" | "required" | {type: "tool", toolName}) -> OpenAI's."""
+    if isinstance(choice, dict):
+        name = choice.get("toolName") or choice.get("tool_name")
+        if choice.get("type") == "tool" and name:
+            return {"type": "function", "function": {"name": name}}
+    return choice
+
+
+def _usage(raw: Any) -> Usage:
+    if raw is None:
+        return Usage()
+
+    def get(obj: Any, key: str) -> Any:
+        return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+    details = get(raw, "completion_tokens_details")
+    prompt_details = get(raw, "prompt_tokens_details")
+    return Usage(
+        input_tokens=get(raw, "prompt_tokens"),
+        output_tokens=get(raw, "completion_tokens"),
+        total_tokens=get(raw, "total_tokens"),
+        reasoning_tokens=get(details, "reasoning_tokens") if details is not None else None,
+        cached_input_tokens=get(prompt_details, "cached_tokens") if prompt_details is not None else None,
+    )
+
+
+@dataclass
+class _PendingCall:
+    index: int
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+class TurnLoop:
+    def __init__(
+        self,
+        plan: TurnPlan,
+        hooks: LoopHooks,
+        assistant: dict[str, Any],
+        abort: asyncio.Event,
+    ) -> None:
+        self.plan = plan
+        self.hooks = hooks
+        self.assistant = assistant
+        self.abort = abort
+        self.steps: list[StepContext] = []
+        self.messages: list[dict[str, Any]] = list(plan.messages)
+        self._abort_task: asyncio.Task[Any] | None = None
+
+    # ----------------------------------------------------------------------------------------- plumbing
+
+    async def _race(self, aw: Any, timeout: float | None, what: str) -> Any:
+        """Await ``aw`` unless the turn is aborted first or ``timeout`` (stall watchdog) passes."""
+        task = asyncio.ensure_future(aw)
+        assert self._abort_task is not None
+        done, _ = await asyncio.wait({task, self._abort_task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        if self._abort_task in done:
+            raise TurnAborted()
+        raise ChatStreamStallError(
+            f"model stream stalled: no chunk for {int((timeout or 0) * 1000)} ms ({what}); "
+            "raise chat_stream_stall_timeout_ms or set it to 0 to disable the watchdog"
+        )
+
+    async def _chunks(self, stream: Any) -> AsyncIterator[Any]:
+        it = stream.__aiter__()
+        while True:
+            try:
+                chunk = await self._race(it.__anext__(), self.plan.stall_timeout_s, "waiting for the next chunk")
+            except StopAsyncIteration:
+                return
+            yield chunk
+
+    async def _emit(self, chunk: Chunk) -> Chunk | None:
+        for transform in self.plan.transforms:
+            result = await maybe_await(transform(chunk))
+            if result is None:
+                return None
+            chunk = result if isinstance(result, Chunk) else Chunk.model_validate(result)
+        await self.hooks.on_chunk(ChunkContext(chunk=chunk))
+        return chunk
+
+    def _append_text(self, kind: str, text: str) -> None:
+        parts = self.assistant["parts"]
+        if parts and parts[-1].get("type") == kind:
+            parts[-1]["text"] += text
+        else:
+            parts.append({"type": kind, "text": text})
+        finalize(self.assistant)
+
+    # ----------------------------------------------------------------------------------------- the loop
+
+    async def run(self) -> list[StepContext]:
+        self._abort_task = asyncio.ensure_future(self.abort.wait())
+        try:
+            for step_number in range(max(1, self.plan.max_steps)):
+                if self.abort.is_set():
+                    raise TurnAborted()
+                more = await self._step(step_number)
+                if not more or step_number + 1 >= self.plan.max_steps:
+                    break
+                if await self._stop_requested():
+                    break
+            return self.steps
+        finally:
+            self._abort_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._abort_task
+
+    async def _stop_requested(self) -> bool:
+        for condition in self.plan.stop_when:
+            if await maybe_await(condition(self.steps)):
+                return True
+        return False
+
+    def _request(self, step_cfg: StepConfig) -> dict[str, Any]:
+        plan = self.plan
+        system: Any = step_cfg.system if step_cfg.system is not None else plan.system
+        msgs = step_cfg.messages if step_cfg.messages is not None else self.messages
+        sys_msgs: list[dict[str, Any]]
+        if isinstance(system, str):
+            sys_msgs = [{"role": "system", "content": system}] if system else []
+        elif isinstance(system, dict):
+            sys_msgs = [system]
+        else:
+            sys_msgs = list(system or [])
+        active = step_cfg.active_tools if step_cfg.active_tools is not None else plan.active_tools
+        names = [n for n in plan.tools if active is None or n in active]
+        kwargs: dict[str, Any] = dict(plan.settings)
+        if step_cfg.provider_options:
+            kwargs.update(step_cfg.provider_options)
+        kwargs.update(
+            model=step_cfg.model or plan.model,
+            messages=sys_msgs + list(msgs),
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        if names:
+            kwargs["tools"] = [plan.tools[n].openai_schema() for n in names]
+            choice = step_cfg.tool_choice if step_cfg.tool_choice is not None else plan.tool_choice
+            if choice is not None:
+                kwargs["tool_choice"] = litellm_tool_choice(choice)
+        return kwargs
+
+    async def _step(self, step_number: int) -> bool:
+        plan = self.plan
+        prep = PrepareStepContext(
+            steps=list(self.steps), step_number=step_number, model=plan.model, messages=list(self.messages)
+        )
+        step_cfg = await self.hooks.before_step(prep) or StepConfig()
+        request = self._request(step_cfg)
+        active = step_cfg.active_tools if step_cfg.active_tools is not None else plan.active_tools
+        self.assistant["parts"].append({"type": "step-start"})
+
+        import litellm  # imported on first use: it takes ~2 s, and `import host` must stay cheap
+
+        stream = await self._race(litellm.acompletion(**request), plan.stall_timeout_s, "waiting for the response")
+        text, reasoning = "", ""
+        calls: dict[int, _PendingCall] = {}
+        finish_raw: str | None = None
+        usage = Usage()
+        response_id = ""
+        async for raw in self._chunks(stream):
+            response_id = getattr(raw, "id", "") or response_id
+            if getattr(raw, "usage", None) is not None:
+                usage = _usage(raw.usage)
+            for choice in getattr(raw, "choices", None) or []:
+                delta = choice.delta
+                piece = getattr(delta, "reasoning_content", None)
+                if piece:
+                    out = await self._emit(Chunk(type="reasoning-delta", text=piece))
+                    if out is not None and out.text:
+                        reasoning += out.text
+                        if plan.send_reasoning:
+                            self._append_text("reasoning", out.text)
+                if delta.content:
+                    out = await self._emit(Chunk(type="text-delta", text=delta.content))
+                    if out is not None and out.text:
+                        text += out.text
+                        self._append_text("text", out.text)
+                for tc in getattr(delta, "tool_calls", None) or []:
+                    index = tc.index if tc.index is not None else len(calls)
+                    pending = calls.get(index)
+                    if pending is None:
+                        pending = calls[index] = _PendingCall(index=index)
+                    if tc.id:
+                        pending.id = tc.id
+                    fn = tc.function
+                    if fn is not None and fn.name and not pending.name:
+                        pending.name = fn.name
+                        await self._emit(
+                            Chunk(type="tool-input-start", tool_name=pending.name, tool_call_id=pending.id, id=pending.id)
+                        )
+                    if fn is not None and fn.arguments:
+                        pending.arguments += fn.arguments
+                        await self._emit(
+                            Chunk(type="tool-input-delta", text=fn.arguments, tool_call_id=pending.id, id=pending.id)
+                        )
+                if choice.finish_reason:
+                    finish_raw = choice.finish_reason
+
+        # ------------------------------------------------------------------ tool calls of this step
+        ordered = [calls[i] for i in sorted(calls)]
+        records: list[ToolCallRecord] = []
+        results: list[ToolResultRecord | None] = []
+        parts: list[dict[str, Any]] = []
+        runnable: list[tuple[int, _PendingCall, Any, Tool]] = []
+        for call in ordered:
+            call.id = call.id or f"call_{step_number}_{call.index}"
+            tool = plan.tools.get(call.name)
+            dynamic = bool(tool and tool.dynamic)
+            try:
+                value = json.loads(call.arguments) if call.arguments.strip() else {}
+            except json.JSONDecodeError:
+                value = call.arguments
+            records.append(ToolCallRecord(tool_call_id=call.id, tool_name=call.name, input=value, dynamic=dynamic or None))
+            part = tool_part(tool_name=call.name, tool_call_id=call.id, input=value, dynamic=dynamic)
+            self.assistant["parts"].append(part)
+            parts.append(part)
+            results.append(None)
+            await self._emit(
+                Chunk(type="tool-call", tool_name=call.name, tool_call_id=call.id, input=value, dynamic=dynamic or None)
+            )
+            error: str | None = None
+            if tool is None or (active is not None and call.name not in active):
+                error = f'Model tried to call unavailable tool "{call.name}".'
+            elif isinstance(value, str):
+                error = f'Invalid JSON input for tool "{call.name}": {value!r}'
+            else:
+                try:
+                    tool.validate_input(value)
+                except ToolInputError as exc:
+                    error = str(exc)
+            if error is not None:
+                part.update(state="output-error", errorText=error)
+                results[-1] = ToolResultRecord(
+                    tool_call_id=call.id, tool_name=call.name, input=value, error=error, success=False
+                )
+            elif tool is not None and (tool.execute is not None or tool.dynamic):
+                runnable.append((len(results) - 1, call, value, tool))
+            # else: a client-side tool; stays input-available until add_tool_result
+
+        if runnable:
+            outcomes = await self._race(
+                asyncio.gather(*(self._run_tool(c, v, t, step_number, parts[i]) for i, c, v, t in runnable)),
+                None,
+                "tools",
+            )
+            for (i, _c, _v, _t), outcome in zip(runnable, outcomes):
+                results[i] = outcome
+
+        finished_results = [r for r in results if r is not None]
+        step = StepContext(
+            step_number=step_number,
+            text=text,
+            reasoning=[{"type": "reasoning", "text": reasoning}] if reasoning else [],
+            reasoning_text=reasoning or None,
+            tool_calls=records,
+            tool_results=finished_results,
+            finish_reason=_FINISH.get(finish_raw or "", finish_raw or "unknown"),
+            raw_finish_reason=finish_raw,
+            usage=usage,
+            request={"model": request["model"], "messageCount": len(request["messages"])},
+            response={"id": response_id, "model": request["model"]},
+        )
+        self.steps.append(step)
+        self._extend_model_messages(text, parts)
+        await self.hooks.on_step_finish(step)
+        pending_client = any(p.get("state") == "input-available" for p in parts)
+        return bool(ordered) and not pending_client
+
+    def _extend_model_messages(self, text: str, parts: list[dict[str, Any]]) -> None:
+        done = [p for p in parts if p.get("state") in ("output-available", "output-error")]
+        if not text and not done:
+            return
+        msg: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if done:
+            msg["tool_calls"] = [
+                {
+                    "id": p["toolCallId"],
+                    "type": "function",
+                    "function": {"name": p["toolName"], "arguments": json.dumps(p.get("input"), default=str)},
+                }
+                for p in done
+            ]
+        self.messages.append(msg)
+        for p in done:
+            if p["state"] == "output-error":
+                content = str(p.get("errorText"))
+            else:
+                out = p.get("output")
+                content = out if isinstance(out, str) else json.dumps(out, default=str)
+            self.messages.append({"role": "tool", "tool_call_id": p["toolCallId"], "name": p["toolName"], "content": content})
+
+    async def _run_tool(
+        self, call: _PendingCall, value: Any, tool: Tool, step_number: int, part: dict[str, Any]
+    ) -> ToolResultRecord:
+        ctx = ToolCallContext(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            input=value,
+            dynamic=tool.dynamic or None,
+            step_number=step_number,
+            messages=list(self.messages),
+            abort_signal=self.abort,
+        )
+
+        async def preliminary(output: Any) -> None:
+            await self._emit(
+                Chunk(type="tool-result", tool_name=call.name, tool_call_id=call.id, input=value, output=output,
+                      preliminary=True, dynamic=tool.dynamic or None)
+            )
+
+        success, output, error = True, None, None
+        started = time.perf_counter()
+        try:
+            decision = await self.hooks.decide(ctx, tool)
+            started = time.perf_counter()
+            if decision.action == "block":
+                output = decision.reason or f'Tool "{call.name}" was blocked by beforeToolCall.'
+            elif decision.action == "substitute":
+                output = decision.output
+            else:
+                run_input = decision.input if decision.has_input else value
+                output = await self.hooks.execute(tool, run_input, ctx, preliminary)
+            if decision.action != "allow" and tool.streaming:
+                await preliminary(output)  # Think: a blocked/substituted streaming tool surfaces one preliminary
+        except (TurnAborted, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # an execute failure, or a raising before_tool_call: a tool error
+            success, error = False, exc
+        duration_ms = (time.perf_counter() - started) * 1000.0
+        if success:
+            part.update(state="output-available", output=output)
+            await self._emit(
+                Chunk(type="tool-result", tool_name=call.name, tool_call_id=call.id, input=value, output=output,
+                      dynamic=tool.dynamic or None)
+            )
+        else:
+            part.update(state="output-error", errorText=str(error) or type(error).__name__)
+        await self.hooks.after_tool_call(
+            ToolCallResultContext(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                input=value,
+                dynamic=tool.dynamic or None,
+                step_number=step_number,
+                messages=list(self.messages),
+                duration_ms=duration_ms,
+                success=success,
+                output=output if success else None,
+                error=error,
+            )
+        )
+        return ToolResultRecord(
+            tool_call_id=call.id, tool_name=call.name, input=value, output=output if success else None,
+            error=None if success else str(error), success=success, dynamic=tool.dynamic or None,
+        )

@@ -1,0 +1,386 @@
+"""The message store: per-session transcripts, durable submissions, context blocks and metadata in SQLite.
+
+One SQLite file (WAL, ``synchronous=NORMAL``, busy timeout), safe for several sessions and for several
+``MessageStore`` objects (or processes) on the same file. Every call runs on the store's own single worker thread,
+so the async API never blocks the event loop and the connection is only ever touched by one thread.
+
+Messages are opaque JSON dicts with at least a string ``id`` and ``role``; their order within a session is the order
+they were appended (``upsert`` of an existing id keeps its place).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .._errors import StoreError, StoreVersionError
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 10_000
+#: Submission statuses that ``pending_submissions`` returns (work not finished yet: to run or to resume).
+OPEN_SUBMISSION_STATUSES = ("pending", "running")
+
+_SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    id         TEXT NOT NULL,
+    role       TEXT NOT NULL,
+    data       TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (session_id, id)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_order ON messages (session_id, seq);
+CREATE TABLE IF NOT EXISTS submissions (
+    submission_id TEXT PRIMARY KEY,
+    session_id    TEXT NOT NULL,
+    payload       TEXT NOT NULL,
+    status        TEXT NOT NULL,
+    error         TEXT,
+    created_at    REAL NOT NULL,
+    updated_at    REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS submissions_by_session ON submissions (session_id, status);
+CREATE TABLE IF NOT EXISTS context (
+    session_id TEXT NOT NULL,
+    label      TEXT NOT NULL,
+    content    TEXT NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (session_id, label)
+);
+CREATE TABLE IF NOT EXISTS meta (
+    session_id TEXT PRIMARY KEY,
+    data       TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+"""
+
+T = TypeVar("T")
+
+
+def _check_message(session_id: str, message: Any) -> tuple[str, str, str]:
+    if not isinstance(message, dict):
+        raise StoreError(f"message for session {session_id!r} must be a dict, got {type(message).__name__}")
+    msg_id, role = message.get("id"), message.get("role")
+    if not isinstance(msg_id, str) or not msg_id:
+        raise StoreError(f"message for session {session_id!r} needs a non-empty string 'id' (got {msg_id!r})")
+    if not isinstance(role, str) or not role:
+        raise StoreError(f"message {msg_id!r} in session {session_id!r} needs a non-empty string 'role'")
+    try:
+        data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"message {msg_id!r} in session {session_id!r} is not JSON-serializable: {exc}") from exc
+    return msg_id, role, data
+
+
+class MessageStore:
+    """Async SQLite store for session transcripts, submissions, context blocks and session metadata."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hookwire-store")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        try:
+            self._executor.submit(self._open).result()
+        except BaseException:
+            self._executor.shutdown(wait=True)
+            self._closed = True
+            raise
+
+    def __repr__(self) -> str:
+        return f"MessageStore({self.path!r})"
+
+    async def __aenter__(self) -> MessageStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------ worker-thread plumbing
+
+    def _open(self) -> None:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreVersionError(
+                    f"message store {self.path!r} has schema version {version}, newer than this hookwire "
+                    f"supports ({SCHEMA_VERSION}); upgrade hookwire or use another store file"
+                )
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version > SCHEMA_VERSION:
+                    raise StoreVersionError(
+                        f"message store {self.path!r} has schema version {version}, newer than this hookwire "
+                        f"supports ({SCHEMA_VERSION}); upgrade hookwire or use another store file"
+                    )
+                if version < SCHEMA_VERSION:
+                    for statement in _SCHEMA_V1.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._closed:
+            raise StoreError(f"{self!r} is closed")
+
+        def call() -> T:
+            assert self._conn is not None
+            return fn(self._conn)
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in one write transaction (``BEGIN IMMEDIATE``: takes the write lock up front)."""
+
+        def txn(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+        return await self._run(txn)
+
+    # ------------------------------------------------------------------ messages
+
+    async def append(self, session_id: str, message: dict[str, Any]) -> None:
+        """Append ``message`` at the end of the session's transcript (its ``id`` must be new in the session)."""
+        msg_id, role, data = _check_message(session_id, message)
+
+        def op(conn: sqlite3.Connection) -> None:
+            now = time.time()
+            try:
+                conn.execute(
+                    "INSERT INTO messages (session_id, seq, id, role, data, created_at, updated_at) "
+                    "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?), ?, ?, ?, ?, ?)",
+                    (session_id, session_id, msg_id, role, data, now, now),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise StoreError(
+                    f"message {msg_id!r} already exists in session {session_id!r}; use upsert() to replace it"
+                ) from exc
+
+        await self._write(op)
+
+    async def upsert(self, session_id: str, message: dict[str, Any]) -> None:
+        """Replace the message with the same ``id`` in place (partial -> final), or append it if it is new."""
+        msg_id, role, data = _check_message(session_id, message)
+
+        def op(conn: sqlite3.Connection) -> None:
+            now = time.time()
+            cur = conn.execute(
+                "UPDATE messages SET role = ?, data = ?, updated_at = ? WHERE session_id = ? AND id = ?",
+                (role, data, now, session_id, msg_id),
+            )
+            if cur.rowcount == 0:
+                conn.execute(
+                    "INSERT INTO messages (session_id, seq, id, role, data, created_at, updated_at) "
+                    "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?), ?, ?, ?, ?, ?)",
+                    (session_id, session_id, msg_id, role, data, now, now),
+                )
+
+        await self._write(op)
+
+    async def messages(self, session_id: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """The session's transcript in order; with ``limit``, only the most recent ``limit`` messages."""
+
+        def op(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            if limit is None:
+                rows = conn.execute(
+                    "SELECT data FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT data FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
+                    (session_id, max(0, limit)),
+                ).fetchall()
+                rows.reverse()
+            return [json.loads(row[0]) for row in rows]
+
+        return await self._run(op)
+
+    async def delete_messages(self, session_id: str, ids: list[str]) -> None:
+        """Delete the session's messages with these ids (unknown ids are ignored)."""
+        id_list = list(ids)
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "DELETE FROM messages WHERE session_id = ? AND id = ?", [(session_id, i) for i in id_list]
+            )
+
+        await self._write(op)
+
+    async def replace_all(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+        """Atomically replace the whole transcript (compaction); ids must be unique within ``messages``."""
+        rows = [_check_message(session_id, m) for m in messages]
+        seen: set[str] = set()
+        for msg_id, _, _ in rows:
+            if msg_id in seen:
+                raise StoreError(f"replace_all for session {session_id!r}: duplicate message id {msg_id!r}")
+            seen.add(msg_id)
+
+        def op(conn: sqlite3.Connection) -> None:
+            now = time.time()
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            conn.executemany(
+                "INSERT INTO messages (session_id, seq, id, role, data, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(session_id, seq, i, role, data, now, now) for seq, (i, role, data) in enumerate(rows, start=1)],
+            )
+
+        await self._write(op)
+
+    # ------------------------------------------------------------------ submissions
+
+    async def record_submission(self, session_id: str, submission_id: str, payload: dict[str, Any]) -> None:
+        """Record a durable submission with status "pending" (recording the same id again is a no-op)."""
+        try:
+            data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"submission {submission_id!r} payload is not JSON-serializable: {exc}") from exc
+
+        def op(conn: sqlite3.Connection) -> None:
+            row = conn.execute(
+                "SELECT session_id FROM submissions WHERE submission_id = ?", (submission_id,)
+            ).fetchone()
+            if row is not None:
+                if row[0] != session_id:
+                    raise StoreError(
+                        f"submission {submission_id!r} already belongs to session {row[0]!r}, not {session_id!r}"
+                    )
+                return
+            now = time.time()
+            conn.execute(
+                "INSERT INTO submissions (submission_id, session_id, payload, status, error, created_at, updated_at) "
+                "VALUES (?, ?, ?, 'pending', NULL, ?, ?)",
+                (submission_id, session_id, data, now, now),
+            )
+
+        await self._write(op)
+
+    async def set_submission_status(self, submission_id: str, status: str, error: str | None = None) -> None:
+        """Set a submission's status (e.g. "running", "completed", "error", "aborted") and error text."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            cur = conn.execute(
+                "UPDATE submissions SET status = ?, error = ?, updated_at = ? WHERE submission_id = ?",
+                (status, error, time.time(), submission_id),
+            )
+            if cur.rowcount == 0:
+                raise StoreError(f"unknown submission {submission_id!r}")
+
+        await self._write(op)
+
+    async def pending_submissions(self, session_id: str) -> list[dict[str, Any]]:
+        """Unfinished submissions (status "pending" or "running"), oldest first:
+        ``{submission_id, payload, status, created_at}``."""
+        marks = ", ".join("?" for _ in OPEN_SUBMISSION_STATUSES)
+
+        def op(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = conn.execute(
+                "SELECT submission_id, payload, status, created_at FROM submissions "
+                f"WHERE session_id = ? AND status IN ({marks}) ORDER BY created_at, rowid",
+                (session_id, *OPEN_SUBMISSION_STATUSES),
+            ).fetchall()
+            return [
+                {"submission_id": sid, "payload": json.loads(payload), "status": status, "created_at": created}
+                for sid, payload, status, created in rows
+            ]
+
+        return await self._run(op)
+
+    # ------------------------------------------------------------------ context blocks and metadata
+
+    async def get_context(self, session_id: str, label: str) -> str | None:
+        def op(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
+                "SELECT content FROM context WHERE session_id = ? AND label = ?", (session_id, label)
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._run(op)
+
+    async def set_context(self, session_id: str, label: str, content: str) -> None:
+        if not isinstance(content, str):
+            raise StoreError(f"context {label!r} of session {session_id!r} must be a string")
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO context (session_id, label, content, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (session_id, label) DO UPDATE SET content = excluded.content, "
+                "updated_at = excluded.updated_at",
+                (session_id, label, content, time.time()),
+            )
+
+        await self._write(op)
+
+    async def get_meta(self, session_id: str) -> dict[str, Any]:
+        """The session's metadata dict ({} when none was set)."""
+
+        def op(conn: sqlite3.Connection) -> dict[str, Any]:
+            row = conn.execute("SELECT data FROM meta WHERE session_id = ?", (session_id,)).fetchone()
+            return {} if row is None else dict(json.loads(row[0]))
+
+        return await self._run(op)
+
+    async def set_meta(self, session_id: str, meta: dict[str, Any]) -> None:
+        """Replace the session's metadata dict."""
+        try:
+            data = json.dumps(meta, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"metadata of session {session_id!r} is not JSON-serializable: {exc}") from exc
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO meta (session_id, data, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at",
+                (session_id, data, time.time()),
+            )
+
+        await self._write(op)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def journal_mode(self) -> str:
+        """SQLite's journal mode for this connection ("wal" for files, "memory" for ":memory:")."""
+        return await self._run(lambda conn: str(conn.execute("PRAGMA journal_mode").fetchone()[0]))
+
+    async def close(self) -> None:
+        """Close the connection and stop the worker thread (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+
+        def op() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        await asyncio.get_running_loop().run_in_executor(self._executor, op)
+        self._executor.shutdown(wait=False)

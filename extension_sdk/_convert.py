@@ -12,7 +12,6 @@ import math
 import traceback
 from typing import Any, Callable
 
-from .proto import HOOK_NAMES
 from .proto import extension_pb2 as pb
 
 _loads = json.loads

@@ -6,7 +6,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
-from ._convert import HOOK_NAMES
+from .proto import HOOK_NAMES
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -10,6 +10,8 @@ and `host.sandbox` (confinement of extension processes, egress proxy). Every pub
 `host._errors` (its docstring draws the tree). `tests/test_exports.py` pins this list.
 """
 
+from extension_sdk.proto import HOOK_NAMES
+
 from ._errors import (
     ChatStreamStallError,
     EgressEntryError,
@@ -31,7 +33,6 @@ from ._terminal_text import terminal_safe
 from .extensions._bridge_server import HostBridgeServer, own_label
 from .extensions._manager import ExtensionManager
 from .extensions._manifest import (
-    HOOK_NAMES,
     HookPolicy,
     Limits,
     Manifest,

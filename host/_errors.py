@@ -95,7 +95,15 @@ class ExtensionReplyError(ExtensionError):
 
 class SandboxUnavailable(RuntimeError):
     """Raised by plan_launch (and load, as ExtensionStartError): sandbox mode "required", but a layer the extension
-    needs cannot be enforced here."""
+    needs cannot be enforced here. `extension`, `layer` and `reason` say which and why."""
+
+    def __init__(self, extension: str, layer: str, reason: str, mode: str = "required") -> None:
+        self.extension = extension
+        self.layer = layer
+        self.reason = reason
+        super().__init__(
+            f"extension {extension!r}: sandbox mode is {mode!r} but layer {layer!r} cannot be enforced: {reason}"
+        )
 
 
 class StoreError(RuntimeError):

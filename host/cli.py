@@ -86,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_validate(files: Sequence[str]) -> int:
-    from .extensions._manifest import ManifestError, load_manifest
+    from ._errors import ManifestError
+    from .extensions._manifest import load_manifest
 
     failed = 0
     for file in files:

@@ -17,8 +17,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from extension_sdk.proto import HOOK_NAMES
-
 from .._errors import ManifestError
 from ._turn_config_policy import GRANTABLE_FIELDS, SCALAR_FIELDS, check_grant_names
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._errors import ExtensionStartError, ToolNameCollision
 from ._snapshots import TraceEvent
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .._errors import NestedTurnError, ToolNameCollision
 from ..extensions._snapshots import (
     CallContext,
     ChunkSnapshot,
@@ -35,9 +36,9 @@ from ..extensions._snapshots import (
     TraceEvent,
     TurnSnapshot,
 )
-from ..extensions._tool_names import ToolNameCollision, collision_message, host_collisions, withhold_shadowing
+from ..extensions._tool_names import collision_message, host_collisions, withhold_shadowing
 from ..extensions._turn_config_policy import MAP_FIELDS, TurnConfigDenial, apply_extension_options, provider_of
-from ._chat_errors import NestedTurnError, TurnAborted, default_context_overflow_classifier, error_message
+from ._chat_errors import TurnAborted, default_context_overflow_classifier, error_message
 from ._loop import TurnLoop, TurnPlan
 from ._session import Session, maybe_await
 from ._tools import Tool, as_tool

@@ -8,7 +8,6 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from .._errors import ChatStreamStallError, NestedTurnError
 from ._types import ChatErrorClassification, ChatErrorContext
 
 _OVERFLOW_PATTERNS = re.compile(

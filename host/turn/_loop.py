@@ -18,7 +18,8 @@ from typing import Any, Protocol
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from ._chat_errors import ChatStreamStallError, TurnAborted  # noqa: E402
+from .._errors import ChatStreamStallError  # noqa: E402
+from ._chat_errors import TurnAborted  # noqa: E402
 from ._session import maybe_await  # noqa: E402
 from ._tools import Tool, ToolInputError  # noqa: E402
 from ._types import (  # noqa: E402

@@ -90,6 +90,6 @@ def tool_output(result: ChatResponseResult, tool_name: str) -> Any:
 
 def scratch_dir(agent: Agent) -> Path:
     """The first extension's scratch dir (HOOKWIRE_SCRATCH_DIR)."""
-    ext = next(iter(agent.manager._exts.values()))  # noqa: SLF001 - the test needs the runtime path
+    ext = next(iter(agent.manager._registry.exts.values()))  # noqa: SLF001 - the test needs the runtime path
     assert ext.scratch_dir is not None
     return Path(ext.scratch_dir)

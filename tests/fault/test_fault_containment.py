@@ -188,7 +188,7 @@ async def test_sibling_cannot_squat_the_victims_socket_names(tmp_path: Path, rec
     victim = contain(tmp_path, "ok", name="victim", restart={"backoffMs": 50})
     squatter = contain(tmp_path, "squat", name="squatter")
     async with host(tmp_path, victim, squatter, sandbox="auto") as agent:
-        runtime = agent.manager._exts["victim"]  # noqa: SLF001 - the test needs the victim's socket dir
+        runtime = agent.manager._registry.exts["victim"]  # noqa: SLF001 - the test needs the victim's socket dir
         assert runtime.socket_path is not None
         sent = act("squatter_act", dir=str(runtime.socket_path.parent))
         result = await agent.chat(sent)
@@ -251,7 +251,7 @@ async def test_deep_scratch_tree_does_not_break_close(tmp_path: Path, record: Re
     await agent.start()
     result = await agent.chat(sent)
     assert tool_output(result, "contain_act") == "1200 levels"
-    runtime = agent.manager._runtime  # noqa: SLF001 - the test checks the dir is gone
+    runtime = agent.manager._launcher._runtime  # noqa: SLF001 - the test checks the dir is gone
     assert runtime is not None and runtime.exists()
     await agent.close()
     assert not runtime.exists()

@@ -121,7 +121,7 @@ FOREIGN_CLIENT = textwrap.dedent("""
 
 async def test_foreign_process_without_the_token_is_unauthenticated(tmp_path: Path, record: Record) -> None:
     async with host(tmp_path, mode(tmp_path, "ok")) as agent:
-        ext = next(iter(agent.manager._exts.values()))  # noqa: SLF001 - the socket the extension bound
+        ext = next(iter(agent.manager._registry.exts.values()))  # noqa: SLF001 - the socket the extension bound
         assert ext.proc is not None
         out = await asyncio.to_thread(
             subprocess.run, [sys.executable, "-c", FOREIGN_CLIENT, ext.proc.target], capture_output=True, text=True,

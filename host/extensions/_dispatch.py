@@ -1,0 +1,429 @@
+"""Dispatch: how one hook reaches every extension that serves it, and how their answers combine.
+
+One function per hook kind, like pluggy's `_multicall`; every rule is written here once:
+
+- `merge_before_turn` (awaited, merged): subscribers in load order; each reply is screened against the
+  extension's `permissions.turnConfig` grant, then merged into the patch — scalars last-wins, headers and
+  providerOptions key by key (`merge_patch`) — with provenance naming who set each field.
+- `decide_tool_call` (awaited, decided): subscribers with `decisions` answer in parallel; block wins, then the
+  first substitute, then the first allow-with-input, in load order (`first_by_precedence`). A decider that
+  fails blocks when its policy is `failure: closed` (`fail_decision`), else the call goes on (failed open).
+- `broadcast` (observed): afterToolCall, onStepFinish, onChunk, and beforeToolCall for subscribers without
+  `decisions`, enqueued on each connection without waiting; `flush` waits for the turn's acks.
+
+Every awaited call goes through `call_hook`, which never raises: it returns a `Reply` or a `Failure`
+(timeout, error) whose wait was the hook's `timeoutMs`, cut short by the turn's deadline (`hook_timeout`).
+Failures are logged and traced with the extension's name; they never raise into the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import grpc
+
+from extension_sdk.proto import extension_pb2 as pb
+
+from .._errors import ExtensionReplyError, ExtensionUnavailableError
+from ..sandbox._egress_hosting import EgressProxies
+from ._convert import (
+    camel,
+    chunk_to_observation,
+    context_to_proto,
+    decision_from_proto,
+    patch_from_proto,
+    step_to_proto,
+    tool_call_to_proto,
+    tool_result_to_proto,
+    turn_to_proto,
+)
+from ._extension_client import ExtensionConnection
+from ._frames import context_field, observation_item
+from ._observer_ledger import ObserverLedger
+from ._registry import Registry
+from ._reply_bounds import bounded_substitute
+from ._snapshots import (
+    CallContext,
+    ChunkSnapshot,
+    ExtensionDecision,
+    MergedTurnPatch,
+    StepSnapshot,
+    ToolCallSnapshot,
+    ToolResultSnapshot,
+    TurnPatch,
+    TurnSnapshot,
+)
+from ._state import ExtensionRuntime
+from ._trace import Tracer, bounded
+from ._turn_config_policy import MAP_FIELDS, TurnConfigDenial, merge_options, provider_of, screen_reply
+
+log = logging.getLogger("hookwire.extensions")
+
+
+# -- one awaited call ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An extension answered an awaited hook with a frame of the right kind."""
+
+    frame: pb.ExtensionFrame
+    ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An awaited hook got no usable answer: `outcome` is "timeout" or "error", `detail` says why."""
+
+    outcome: Literal["timeout", "error"]
+    detail: str
+    ms: float
+
+
+HookCall = Callable[[ExtensionRuntime, str, pb.HostFrame, "CallContext | None", "float | None"],
+                    Awaitable["Reply | Failure"]]
+
+
+def hook_timeout(ext: ExtensionRuntime, hook: str, deadline: float | None, now: float) -> tuple[float, str] | Failure:
+    """(seconds to wait, a note for the trace) for `hook` on `ext`: its timeoutMs, cut to the turn's deadline.
+
+    A Failure when the deadline (event-loop time) has already passed: the extension is not called at all."""
+    timeout = ext.manifest.hook_timeout_s(hook)
+    if deadline is None:
+        return timeout, ""
+    remaining = deadline - now
+    if remaining <= 0:
+        return Failure("timeout", "not called: the turn's deadline has passed", 0.0)
+    if remaining < timeout:
+        return remaining, " (bounded by the turn's remaining time)"
+    return timeout, ""
+
+
+async def call_hook(ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
+                    deadline: float | None, egress: EgressProxies | None = None) -> Reply | Failure:
+    """Send one awaited hook frame to `ext` and wait for its reply. Never raises (but CancelledError)."""
+    t0 = time.perf_counter()
+    conn = ext.conn
+    if conn is None or ext.state != "running":
+        return Failure("error", f"extension is {ext.state}", 0.0)
+    wait = hook_timeout(ext, hook, deadline, asyncio.get_running_loop().time())
+    if isinstance(wait, Failure):
+        return wait
+    timeout, note = wait
+    try:
+        if egress is not None:
+            with egress.during(ext.name, context):
+                reply = await conn.call(frame, timeout)
+        else:
+            reply = await conn.call(frame, timeout)
+    except TimeoutError:
+        return Failure("timeout", f"no reply within {timeout * 1000:.0f} ms{note}", (time.perf_counter() - t0) * 1000)
+    except (ExtensionReplyError, ExtensionUnavailableError) as exc:
+        return Failure("error", str(exc), (time.perf_counter() - t0) * 1000)
+    except grpc.aio.AioRpcError as exc:
+        return Failure("error", f"RPC failed: {exc.code().name}: {exc.details()}", (time.perf_counter() - t0) * 1000)
+    if reply.WhichOneof("body") != frame.WhichOneof("body"):
+        return Failure("error", f"reply rejected: not a {hook} reply (field body)", (time.perf_counter() - t0) * 1000)
+    return Reply(reply, (time.perf_counter() - t0) * 1000)
+
+
+# -- the rules, written once ---------------------------------------------------------------------------
+
+
+def merge_patch(merged: dict[str, Any], provenance: dict[str, str], ext: str, values: dict[str, Any]) -> None:
+    """Merge one extension's screened beforeTurn values into the patch so far (load order: later wins).
+
+    Scalars replace; headers and providerOptions merge key by key (headers case-insensitively, providerOptions
+    one level deep per provider). Provenance names, per camelCase field path, the extension whose value stands."""
+    for key, value in values.items():
+        if key in MAP_FIELDS:
+            res = merge_options(merged.get(key), value, incoming_wins=True,
+                                nested=key == "provider_options", case_insensitive=key == "headers")
+            merged[key] = res.merged
+            for path in res.replaced:
+                provenance.pop(f"{camel(key)}.{path}", None)
+            for path in res.applied:
+                provenance[f"{camel(key)}.{path}"] = ext
+        else:
+            merged[key] = value
+            provenance[camel(key)] = ext
+
+
+def first_by_precedence(decisions: Sequence[ExtensionDecision | None]) -> ExtensionDecision | None:
+    """The decision that stands among the deciders' (in load order): block, else substitute, else allow."""
+    for wanted in ("block", "substitute", "allow"):
+        for decision in decisions:
+            if decision is not None and decision.action == wanted:
+                return decision
+    return None
+
+
+def fail_decision(ext: ExtensionRuntime, tool: str, outcome: str, detail: str, ms: float,
+                  context: CallContext | None, trace: Tracer) -> ExtensionDecision | None:
+    """A decider failed (timeout, error, invalid answer): block if its policy is `failure: closed`, else None."""
+    hook = "beforeToolCall"
+    if ext.manifest.hook_policy(hook).failure == "closed":
+        reason = (f"tool call {tool!r} blocked: extension {ext.name!r} failed its beforeToolCall hook "
+                  f"({outcome}: {detail}) and its policy is failure: closed")
+        log.warning("%s", reason)
+        trace(hook, ext.name, "failed_closed", latency_ms=ms, detail=detail, context=context)
+        return ExtensionDecision(action="block", reason=reason, extension=ext.name, failed_closed=True)
+    log.warning("extension %r beforeToolCall failed (%s): %s; failing open", ext.name, outcome, detail)
+    trace(hook, ext.name, "failed_open", latency_ms=ms, detail=f"{outcome}: {detail}", context=context)
+    return None
+
+
+# -- awaited hooks ---------------------------------------------------------------------------------------
+
+
+async def merge_before_turn(subs: Sequence[ExtensionRuntime], snapshot: TurnSnapshot, context: CallContext | None,
+                            deadline: float | None, call: HookCall, trace: Tracer) -> MergedTurnPatch:
+    """beforeTurn on each subscriber in load order; each sees the system prompt and tools set before it."""
+    merged: dict[str, Any] = {}
+    provenance: dict[str, str] = {}
+    denied: list[TurnConfigDenial] = []
+    system = snapshot.system
+    tool_names = list(snapshot.tool_names)
+    ctx = context_to_proto(context)
+    provider = provider_of(snapshot.model_id)
+    for ext in list(subs):
+        if ext.state != "running":
+            trace("beforeTurn", ext.name, "skipped", detail=f"extension is {ext.state}", context=context)
+            continue
+        req = pb.BeforeTurnRequest(context=ctx, snapshot=turn_to_proto(snapshot, system, tool_names))
+        answer = await call(ext, "beforeTurn", pb.HostFrame(before_turn=req), context, deadline)
+        if isinstance(answer, Failure):
+            trace.hook_failed(ext.name, "beforeTurn", answer.outcome, answer.detail, answer.ms, context)
+            continue
+        resp, ms = answer.frame.before_turn, answer.ms
+        if resp.HasField("error"):
+            trace.hook_failed(ext.name, "beforeTurn", "error", f"{resp.error.name}: {resp.error.message}", ms, context)
+            continue
+        values: dict[str, Any] = {}
+        problems_text = ""
+        refused: list[TurnConfigDenial] = []
+        if resp.HasField("config"):
+            values, problems = patch_from_proto(resp.config)
+            # the trust boundary: only granted fields, only allowlisted request options (issue 10 item 1)
+            screened = screen_reply(ext.name, values, problems, ext.manifest.permissions.turn_config, provider)
+            values, problems, refused = screened.values, screened.problems, screened.denied
+            for p in problems:
+                log.warning("extension %r beforeTurn: invalid field %s: %s (ignored)", ext.name, p.field, p.reason)
+            problems_text = "; ".join(f"invalid {p.field}: {p.reason}" for p in problems)
+            merge_patch(merged, provenance, ext.name, values)
+            if "system" in values:
+                system = values["system"]
+            if "active_tools" in values:
+                tool_names = list(values["active_tools"])
+        set_text = "set " + ", ".join(camel(k) for k in values) if values else ""
+        trace("beforeTurn", ext.name, "error" if problems_text else "ok", latency_ms=ms,
+              detail="; ".join(t for t in (set_text, problems_text) if t), context=context)
+        for d in refused:
+            log.warning("extension %r beforeTurn: field %s: denied: %s", ext.name, d.field, d.reason)
+            trace("beforeTurn", ext.name, "denied", detail=bounded(f"{d.field}: {d.reason}"), context=context)
+        denied.extend(refused)
+    return MergedTurnPatch(patch=TurnPatch.model_construct(**merged), provenance=provenance, denied=denied)
+
+
+async def decide_one(ext: ExtensionRuntime, ctx: pb.CallContext, snap: pb.ToolCallSnapshot,
+                     context: CallContext | None, deadline: float | None, call: HookCall,
+                     trace: Tracer) -> ExtensionDecision | None:
+    """One decider's beforeToolCall: its decision, None (no objection), or its failure's consequence."""
+    hook = "beforeToolCall"
+    frame = pb.HostFrame(before_tool_call=pb.BeforeToolCallRequest(context=ctx, snapshot=snap, want_decision=True))
+    answer = await call(ext, hook, frame, context, deadline)
+    if isinstance(answer, Reply) and answer.frame.before_tool_call.HasField("error"):
+        e = answer.frame.before_tool_call.error
+        answer = Failure("error", f"{e.name}: {e.message}", answer.ms)
+    if isinstance(answer, Failure):
+        return fail_decision(ext, snap.tool_name, answer.outcome, answer.detail, answer.ms, context, trace)
+    resp, ms = answer.frame.before_tool_call, answer.ms
+    if not resp.HasField("decision"):
+        trace(hook, ext.name, "ok", latency_ms=ms, context=context)
+        return None
+    action, fields, problems = decision_from_proto(resp.decision)
+    for p in problems:
+        log.warning("extension %r beforeToolCall: invalid decision field %s: %s (ignored)", ext.name, p.field, p.reason)
+    serious = [p for p in problems if p.field in ("action", "input", "output")]
+    if serious and action in (None, "allow") and "input" not in fields:
+        return fail_decision(ext, snap.tool_name, "error", "; ".join(str(p) for p in serious), ms, context, trace)
+    if action == "block":
+        trace(hook, ext.name, "denied", latency_ms=ms, detail=fields.get("reason", ""), context=context)
+        return ExtensionDecision(action="block", reason=fields.get("reason") or f"blocked by extension {ext.name!r}",
+                                 extension=ext.name)
+    if action == "substitute":
+        output, detail = bounded_substitute(ext.manifest, resp.decision.output_json, fields["output"])
+        trace(hook, ext.name, "ok", latency_ms=ms, detail=detail, context=context)
+        return ExtensionDecision(action="substitute", output=output, reason=fields.get("reason"), extension=ext.name)
+    trace(hook, ext.name, "ok", latency_ms=ms, context=context)
+    if action == "allow" and "input" in fields:
+        return ExtensionDecision(action="allow", input=fields["input"], has_input=True, extension=ext.name)
+    return None
+
+
+async def decide_tool_call(deciders: Sequence[ExtensionRuntime], snap: pb.ToolCallSnapshot,
+                           context: CallContext | None, deadline: float | None, call: HookCall,
+                           trace: Tracer) -> ExtensionDecision | None:
+    """beforeToolCall on every decider at once; the decision that stands (`first_by_precedence`)."""
+    ctx = context_to_proto(context)
+    decisions = await asyncio.gather(*(decide_one(ext, ctx, snap, context, deadline, call, trace)
+                                       for ext in deciders))
+    return first_by_precedence(decisions)
+
+
+# -- the dispatcher: routes each hook to its rule; observations and their acks ------------------------------
+
+
+class Dispatcher:
+    """Routes the five hooks to the loaded extensions (`ExtensionManager`'s hook methods land here)."""
+
+    def __init__(self, registry: Registry, trace: Tracer, egress: EgressProxies | None = None,
+                 call: HookCall | None = None) -> None:
+        self._registry = registry
+        self._trace = trace
+        self._egress = egress
+        self._call: HookCall = call or self._call_hook
+        self.ledger = ObserverLedger()  # stalled observers detached per turn; observations lost per turn
+        self._ctx_of_record: CallContext | None = None  # the context whose record `broadcast` holds
+        self._ctx_record_key: tuple[str, str] | None = None
+        self._ctx_record = context_field(context_to_proto(None))
+        self._flush_marks: dict[str, tuple[int, int]] = {}  # extension -> (enqueued, dropped) at its last flush
+
+    async def _call_hook(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
+                         deadline: float | None) -> Reply | Failure:
+        return await call_hook(ext, hook, frame, context, deadline, self._egress)
+
+    async def before_turn(self, snapshot: TurnSnapshot, context: CallContext | None,
+                          deadline: float | None) -> MergedTurnPatch:
+        return await merge_before_turn(self._registry.subscribers("beforeTurn"), snapshot, context, deadline,
+                                       self._call, self._trace)
+
+    async def before_tool_call(self, snapshot: ToolCallSnapshot, context: CallContext | None,
+                               deadline: float | None) -> ExtensionDecision | None:
+        subs = self._registry.subscribers("beforeToolCall")
+        if not subs:
+            return None
+        snap = tool_call_to_proto(snapshot)
+        deciders = [ext for ext in subs if ext.deciders]
+        observers = [ext for ext in subs if not ext.deciders]
+        if observers:
+            self.broadcast(observers, pb.Observation(before_tool_call=snap), context, False)
+        if not deciders:
+            return None
+        return await decide_tool_call(deciders, snap, context, deadline, self._call, self._trace)
+
+    def after_tool_call(self, snapshot: ToolResultSnapshot, context: CallContext | None) -> None:
+        if subs := self._registry.subscribers("afterToolCall"):
+            self.broadcast(subs, pb.Observation(after_tool_call=tool_result_to_proto(snapshot)), context, False)
+
+    def on_step_finish(self, snapshot: StepSnapshot, context: CallContext | None) -> None:
+        if subs := self._registry.subscribers("onStepFinish"):
+            self.broadcast(subs, pb.Observation(step_finish=step_to_proto(snapshot)), context, False)
+
+    def on_chunk(self, snapshot: ChunkSnapshot, context: CallContext | None) -> None:
+        if subs := self._registry.subscribers("onChunk"):
+            self.broadcast(subs, chunk_to_observation(snapshot), context, True)
+
+    def broadcast(self, subs: list[ExtensionRuntime], obs: pb.Observation, context: CallContext | None,
+                  is_chunk: bool) -> None:
+        """Enqueue one observation on every subscriber's connection (never blocks; the per-chunk path).
+
+        It is serialized once for all of them, and so is its context (kept while the context stays the same).
+        """
+        if context is not self._ctx_of_record:
+            key = None if context is None else (context.session_id, context.request_id)
+            if key != self._ctx_record_key:
+                self._ctx_record_key = key
+                self._ctx_record = context_field(context_to_proto(context))
+                self.ledger.note_context(self._ctx_record, context)
+            self._ctx_of_record = context
+        ctx = self._ctx_record
+        item = observation_item(obs)
+        ledger = self.ledger
+        if ledger.any_detached:  # a stalled observer is detached for the rest of the turn (counted)
+            subs = [ext for ext in subs if not ledger.skip(ext.name, ctx)]
+        for ext in subs:
+            conn = ext.conn
+            if conn is not None:
+                conn.observe(ctx, item, is_chunk)
+            else:  # restarting (or quarantined): counted, reported by the turn's flush
+                ledger.add_lost(ext.name, {ctx: 1})
+
+    def send_observations(self) -> None:
+        """Start delivering every queued observation now, without waiting (a later `flush()` waits for the acks)."""
+        for ext in self._registry.exts.values():
+            if ext.conn is not None:
+                ext.conn.request_flush()
+
+    async def flush(self, context: CallContext | None) -> None:
+        """Wait until every extension handled the observations enqueued so far (bounded by hook deadlines).
+
+        The end of the turn `context`: an observer detached from it (stalled) is not waited for, and the
+        observations of the turn a broken connection lost are reported (host/extensions/_observer_ledger.py)."""
+        record = context_field(context_to_proto(context))
+        waits = []
+        for ext in self._registry.exts.values():
+            skipped, lost = self.ledger.end_turn(ext.name, record)
+            if lost:
+                self._report_lost(ext, lost, context)
+            if skipped is not None:
+                if skipped:
+                    self._trace("observe", ext.name, "skipped", context=context,
+                                detail=f"{skipped} later observation(s) of this turn not sent (detached: stalled)")
+                continue
+            conn = ext.conn
+            if conn is not None:
+                waits.append(self._flush_one(ext, conn, context, record))
+        self.ledger.forget(record)
+        if waits:
+            await asyncio.gather(*waits)
+
+    def _report_lost(self, ext: ExtensionRuntime, lost: int, context: CallContext | None) -> None:
+        detail = (f"{lost} observation(s) of this turn lost: its connection broke before they were handled, "
+                  "or it was not running")
+        log.warning("extension %r: %s", ext.name, detail)
+        self._trace("observe", ext.name, "failed_open", detail=detail, context=context)
+
+    def observer_stalled(self, ext: ExtensionRuntime, waited_s: float) -> None:
+        """The connection saw no acknowledgement for timeouts.hookMs: detach the observer from the turns waiting."""
+        conn = ext.conn
+        if conn is None:
+            return
+        ms = ext.manifest.timeouts.hook_ms
+        for record in conn.pending_contexts():
+            if self.ledger.active(record) and self.ledger.detach(ext.name, record):
+                self._trace("observe", ext.name, "failed_open", context=self.ledger.context(record),
+                            detail=f"stalled: observations not acknowledged within {ms} ms (timeouts.hookMs); "
+                                   "detached for the rest of this turn")
+
+    async def _flush_one(self, ext: ExtensionRuntime, conn: ExtensionConnection, context: CallContext | None,
+                         record: bytes) -> None:
+        timeout = ext.manifest.timeouts.hook_ms / 1000
+        sent, dropped = conn.enqueued, conn.dropped
+        last_sent, last_dropped = self._flush_marks.get(ext.name, (0, 0))
+        t0 = time.perf_counter()
+        outcome = await conn.flush_outcome(timeout)
+        if outcome == "lost":
+            lost = conn.lost.pop(record, 0) + self.ledger.end_turn(ext.name, record)[1]
+            if lost:
+                self._report_lost(ext, lost, context)
+            return
+        if outcome != "ok":
+            ms = (time.perf_counter() - t0) * 1000
+            why = (f"stalled: observations not acknowledged within {timeout * 1000:.0f} ms (timeouts.hookMs)"
+                   if outcome == "stalled" else f"observations not acknowledged within {timeout * 1000:.0f} ms")
+            log.warning("extension %r: %s; the turn goes on without it", ext.name, why)
+            self._trace("observe", ext.name, "failed_open", latency_ms=ms, detail=why, context=context)
+            return
+        self._flush_marks[ext.name] = (sent, dropped)
+        if sent > last_sent:
+            detail = f"{sent - last_sent} observation(s) delivered in order"
+            if dropped > last_dropped:
+                detail += f", {dropped - last_dropped} oldest onChunk dropped (extension too slow)"
+            self._trace("observe", ext.name, "ok", latency_ms=(time.perf_counter() - t0) * 1000, detail=detail,
+                        context=context)

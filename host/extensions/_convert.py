@@ -444,7 +444,7 @@ def patch_from_proto(msg: pb.TurnConfigPatch) -> tuple[dict[str, Any], list[Fiel
     if msg.HasField("stop_sequences"):
         take("stopSequences", list(msg.stop_sequences.values))
     if msg.HasField("headers"):
-        take("headers", dict(msg.headers.values))
+        take("headers", dict(sorted(msg.headers.values.items())))  # a protobuf map has no order: make one
     if msg.HasField("extra_json"):
         try:
             extra = _decode_json("extra", msg.extra_json, check=False)  # checked field by field below

@@ -22,25 +22,19 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from .._errors import NestedTurnError, ToolNameCollision
-from ..extensions._snapshots import (
-    CallContext,
-    ChunkSnapshot,
-    StepSnapshot,
-    ToolCallSnapshot,
-    ToolResultSnapshot,
-    TraceEvent,
-    TurnSnapshot,
-)
+from ..extensions._snapshots import TraceEvent
 from ..extensions._tool_names import collision_message, host_collisions, withhold_shadowing
-from ..extensions._turn_config_policy import MAP_FIELDS, TurnConfigDenial, apply_extension_options, provider_of
 from ._chat_errors import TurnAborted, default_context_overflow_classifier, error_message
+from ._hook_chain import HookChain, TurnRecord
 from ._loop import TurnLoop, TurnPlan
+from ._plan import HostSettings, plan_turn
 from ._session import Session, maybe_await
+from ._session_bridge import AgentSessionServices
 from ._tools import Tool, as_tool
 from ._types import (
     ChatErrorClassification,
@@ -60,13 +54,16 @@ from ._types import (
 from ._ui_messages import (
     MessageParseError,
     finalize,
-    for_bridge,
     is_tool_part,
     new_id,
     normalize_incoming,
     pending_tool_parts,
     to_model_messages,
 )
+
+if TYPE_CHECKING:
+    from ..extensions._manager import ExtensionManager
+    from ._store import SessionStore
 
 logger = logging.getLogger("hookwire.agent")
 
@@ -84,29 +81,6 @@ class _TurnRequest(BaseModel):
     body: dict[str, Any] | None = None
     abort: asyncio.Event
     entry: str = "chat"
-
-
-def _coerce(model: type[BaseModel], value: Any, hook: str) -> Any:
-    if value is None or isinstance(value, model):
-        return value
-    if isinstance(value, dict):
-        return model.model_validate(value)
-    raise TypeError(f"{hook}() must return a {model.__name__}, a dict or None, got {type(value).__name__}")
-
-
-def _error_dict(error: Any) -> dict[str, Any]:
-    if isinstance(error, BaseException):
-        import traceback
-
-        stack = "".join(traceback.format_exception(error))[-4000:]
-        return {"name": type(error).__name__, "message": str(error), "stack": stack}
-    return {"name": "Error", "message": str(error), "stack": ""}
-
-
-def _deadline(timeout: Any, started: float) -> float | None:
-    """Loop time at which a turn with TurnConfig.timeout (ms, or {totalMs}) ends; None without a total."""
-    total = timeout.get("totalMs", timeout.get("total_ms")) if isinstance(timeout, dict) else timeout
-    return started + float(total) / 1000.0 if isinstance(total, (int, float)) and total > 0 else None
 
 
 class Agent:
@@ -127,7 +101,7 @@ class Agent:
         session_id: str = "default",
         store: Any = None,
         extensions: Sequence[Any] = (),
-        manager: Any = None,
+        manager: ExtensionManager | None = None,
         workspace: str | Path | None = None,
         sandbox: str = "auto",
         model: str | None = None,
@@ -150,20 +124,15 @@ class Agent:
             self.api_key = api_key
         if model_options is not None:
             self.model_options = dict(model_options)
-        self.store: Any = None
+        self.store: SessionStore = None  # type: ignore[assignment]  # set by start()
         self._owns_store = False
         self.session: Session = Session()
         self._lock = asyncio.Lock()
         self._aborts: dict[str, asyncio.Event] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._submissions: dict[str, asyncio.Task[ChatResponseResult]] = {}
-        self._turn_trace: list[TraceEvent] | None = None
-        self._turn_rid = ""
-        self._turn_cc: CallContext | None = None  # the turn's CallContext, one object per turn (see _cc)
-        self._turn_provenance: dict[str, str] = {}
-        self._turn_denied: list[TurnConfigDenial] = []
-        self._turn_deadline: float | None = None  # loop time the turn's timeout (totalMs) ends; bounds extension hooks
-        self._chunk_subscribed = False
+        self._turn: TurnRecord | None = None  # the running turn's record (one turn at a time)
+        self._services = AgentSessionServices(self)  # what the HostBridge serves for this session
         self._started = False
 
     # ================================================================================= overridable API
@@ -210,7 +179,7 @@ class Agent:
     # ================================================================================= lifecycle
 
     @property
-    def manager(self) -> Any:
+    def manager(self) -> ExtensionManager | None:
         return self._manager
 
     @property
@@ -245,7 +214,7 @@ class Agent:
 
     async def _start(self) -> None:
         from ._scripted_model import register_scripted_model
-        from ._store import MessageStore
+        from ._store import MessageStore, SessionStore
 
         register_scripted_model()
         if isinstance(self._store_spec, MessageStore):
@@ -253,7 +222,7 @@ class Agent:
         else:
             raw = MessageStore(":memory:" if self._store_spec is None else str(self._store_spec))
             self._owns_store = True
-        self.store = _SessionStore(raw, self.session_id)
+        self.store = SessionStore(raw, self.session_id)
         if self._workspace is not None:
             self._workspace.mkdir(parents=True, exist_ok=True)
         if self._manager is None and self._extension_specs:
@@ -267,7 +236,7 @@ class Agent:
         if self._manager is not None:
             if not self._owns_manager and hasattr(self._manager, "protect_paths"):
                 self._manager.protect_paths(self._private_paths())  # for what it starts from now on
-            self._manager.register_session(self.session_id, self)
+            self._manager.register_session(self.session_id, self._services)
             self._manager.add_trace_listener(self._on_trace)
         configured = await maybe_await(self.configure_session(self.session))
         if isinstance(configured, Session):
@@ -406,7 +375,12 @@ class Agent:
         self.session.invalidate_prompt()
 
     async def get_context(self, label: str) -> str | None:
-        return await self.bridge_get_context(label)
+        """A context block's content: through its provider when the session declares one, else as stored."""
+        block = self.session.context_blocks.get(label)
+        stored = await self.store.get_context(label)
+        if block is not None:
+            return await block.read(stored)
+        return stored
 
     # ================================================================================= turn plumbing
 
@@ -457,27 +431,24 @@ class Agent:
         try:
             async with self._lock:
                 token = _active_turn.set(self)
-                self._turn_trace, self._turn_rid = [], req.request_id
-                self._turn_provenance, self._turn_denied = {}, []
+                turn = self._turn = TurnRecord(session_id=self.session_id, request_id=req.request_id)
                 try:
                     try:
-                        result = await self._execute(req)
+                        result = await self._execute(req, HookChain(self, self._manager, turn))
                     except Exception as exc:  # a bug or a store failure outside the staged paths
                         result = await self._fail(exc, "turn", rid=req.request_id, persisted=True, assistant=None,
                                                   continuation=req.continuation)
                     if self._manager is not None:
                         try:
-                            await self._manager.flush(self._cc())
+                            await self._manager.flush(turn.context)
                         except Exception:
                             logger.exception("flushing extension observations failed (session %s)", self.session_id)
-                    result.trace = list(self._turn_trace or [])
-                    result.failed_open = sorted(
-                        {e.extension for e in result.trace if e.outcome in _TRACE_FAILURES}
-                    )
-                    result.provenance = dict(self._turn_provenance)
-                    result.denied = list(self._turn_denied)
+                    result.trace = list(turn.trace)
+                    result.failed_open = sorted({e.extension for e in result.trace if e.outcome in _TRACE_FAILURES})
+                    result.provenance = dict(turn.provenance)
+                    result.denied = list(turn.denied)
                 finally:
-                    self._turn_trace, self._turn_rid = None, ""
+                    self._turn = None
                     _active_turn.reset(token)
         finally:
             self._aborts.pop(req.request_id, None)
@@ -490,18 +461,12 @@ class Agent:
         except Exception:
             logger.exception("on_chat_response raised (session %s, request %s)", self.session_id, result.request_id)
 
-    def _cc(self) -> CallContext:
-        """The current turn's CallContext: one object per turn, so consecutive observations batch together."""
-        cc = self._turn_cc
-        if cc is None or cc.request_id != self._turn_rid or cc.session_id != self.session_id:
-            cc = self._turn_cc = CallContext(session_id=self.session_id, request_id=self._turn_rid)
-        return cc
-
     def _on_trace(self, event: TraceEvent) -> None:
-        if self._turn_trace is not None and event.request_id in ("", self._turn_rid):
-            self._turn_trace.append(event)
+        turn = self._turn
+        if turn is not None and event.request_id in ("", turn.request_id):
+            turn.trace.append(event)
 
-    async def _execute(self, req: _TurnRequest) -> ChatResponseResult:
+    async def _execute(self, req: _TurnRequest, chain: HookChain) -> ChatResponseResult:
         rid = req.request_id
         try:
             for message in req.messages:
@@ -516,11 +481,11 @@ class Agent:
             if req.abort.is_set():
                 return await self._aborted(req, assistant)
             try:
-                plan = await self._prepare(req)
+                plan = await self._prepare(req, chain)
             except Exception as exc:
                 return await self._fail(exc, "turn", rid=rid, persisted=True, assistant=None,
                                         continuation=req.continuation)
-            loop = TurnLoop(plan, _Hooks(self), assistant, req.abort)
+            loop = TurnLoop(plan, chain, assistant, req.abort)
             try:
                 await loop.run()
                 break
@@ -677,13 +642,13 @@ class Agent:
             )
         return out
 
-    async def _prepare(self, req: _TurnRequest) -> TurnPlan:
+    async def _prepare(self, req: _TurnRequest, chain: HookChain) -> TurnPlan:
         tools: dict[str, Tool] = {}
         for name, value in (await maybe_await(self.get_tools()) or {}).items():
             tools[name] = as_tool(name, value)
-        if self._manager is not None:  # an extension never replaces a host tool (host.extensions._tool_names)
+        if self._manager is not None:  # an extension never replaces a host tool (host/extensions/_tool_names.py)
             owners = {t.name: (t.extension, t.tool) for t in self._manager.tools()}
-            for event in withhold_shadowing(tools, self._extension_tools(), owners, self._turn_rid):
+            for event in withhold_shadowing(tools, self._extension_tools(), owners, chain.turn.request_id):
                 logger.error("session %s: %s: withheld from this turn", self.session_id, event.detail)
                 self._on_trace(event)
         history = await self.store.messages()
@@ -695,123 +660,14 @@ class Agent:
             continuation=req.continuation,
             body=req.body,
         )
-        cfg: TurnConfig = _coerce(TurnConfig, await maybe_await(self.before_turn(ctx)), "before_turn") or TurnConfig()
-        for name, value in (cfg.tools or {}).items():
-            tools[name] = as_tool(name, value)
-        if self._manager is not None:
-            snapshot = TurnSnapshot(
-                system=cfg.system if cfg.system is not None else ctx.system,
-                tool_names=list(tools),
-                message_count=len(cfg.messages if cfg.messages is not None else ctx.messages),
-                continuation=req.continuation,
-                body=req.body,
-                model_id=cfg.model or ctx.model,
-            )
-            started = asyncio.get_running_loop().time()
-            self._turn_deadline = _deadline(cfg.timeout, started)
-            merged = await self._manager.before_turn(snapshot, self._cc(), deadline=self._turn_deadline)
-            self._turn_provenance = dict(merged.provenance) if merged is not None else {}
-            self._turn_denied = list(merged.denied) if merged is not None else []
-            patch = merged.patch.set_fields() if merged is not None else {}
-            # headers/providerOptions of extensions stay apart from the host's: _plan adds them, host winning
-            ext_maps = {key: patch.pop(key) for key in MAP_FIELDS if key in patch}
-            for key, value in patch.items():
-                setattr(cfg, key, value)
-            self._chunk_subscribed = bool(self._manager.subscribers("onChunk"))
-            self._turn_deadline = _deadline(cfg.timeout, started)
-            return self._plan(ctx, cfg, tools, ext_maps)
-        return self._plan(ctx, cfg, tools)
-
-    def _plan(self, ctx: TurnContext, cfg: TurnConfig, tools: dict[str, Tool],
-              ext_maps: dict[str, Any] | None = None) -> TurnPlan:
-        # the host's own litellm kwargs first; TurnConfig fields (host's before_turn, then granted extension
-        # scalars) override them; endpoint and credentials of the Agent last; extensions' maps only add to it all
-        settings: dict[str, Any] = dict(self.model_options or {})
-        host_headers = {**(settings.get("extra_headers") or {}), **(cfg.headers or {})}
-        direct = {
-            "temperature": cfg.temperature,
-            "top_p": cfg.top_p,
-            "top_k": cfg.top_k,
-            "presence_penalty": cfg.presence_penalty,
-            "frequency_penalty": cfg.frequency_penalty,
-            "seed": cfg.seed,
-            "max_tokens": cfg.max_output_tokens,
-            "stop": cfg.stop_sequences,
-            "num_retries": cfg.max_retries,
-            "extra_headers": host_headers or None,
-        }
-        settings.update({k: v for k, v in direct.items() if v is not None})
-        chunk_ms: float | None = None
-        if isinstance(cfg.timeout, dict):
-            total = cfg.timeout.get("totalMs", cfg.timeout.get("total_ms"))
-            chunk_ms = cfg.timeout.get("chunkMs", cfg.timeout.get("chunk_ms"))
-            if total is not None:
-                settings["timeout"] = float(total) / 1000.0
-        elif cfg.timeout is not None:
-            settings["timeout"] = float(cfg.timeout) / 1000.0
-        model = cfg.model or ctx.model
-        if cfg.provider_options:  # the host app's own before_turn: trusted, taken as given
-            provider = model.split("/", 1)[0] if "/" in model else ""
-            scoped = cfg.provider_options.get(provider)
-            settings.update(scoped if isinstance(scoped, dict) else cfg.provider_options)
-        if cfg.output is not None:
-            if isinstance(cfg.output, dict):
-                settings["response_format"] = {
-                    "type": "json_schema", "json_schema": {"name": "output", "schema": cfg.output}
-                }
-            else:
-                settings["response_format"] = cfg.output
-        if self.api_base is not None:
-            settings["api_base"] = self.api_base
-        if self.api_key is not None:
-            settings["api_key"] = self.api_key
-        if ext_maps:
-            settings = self._add_extension_options(settings, ext_maps, provider_of(model))
-        stall_ms: float | None
-        if cfg.chat_stream_stall_timeout_ms is not None:
-            stall_ms = cfg.chat_stream_stall_timeout_ms
-        elif chunk_ms is not None:
-            stall_ms = chunk_ms
-        elif self.session.chat_stream_stall_timeout_ms is not None:
-            stall_ms = self.session.chat_stream_stall_timeout_ms
-        else:
-            stall_ms = self.chat_stream_stall_timeout_ms
-        stop_when = cfg.stop_when if isinstance(cfg.stop_when, list) else [cfg.stop_when] if cfg.stop_when else []
-        transforms = (
-            cfg.experimental_transform
-            if isinstance(cfg.experimental_transform, list)
-            else [cfg.experimental_transform] if cfg.experimental_transform else []
-        )
-        return TurnPlan(
-            model=cfg.model or ctx.model,
-            system=cfg.system if cfg.system is not None else ctx.system,
-            messages=cfg.messages if cfg.messages is not None else ctx.messages,
-            tools=tools,
-            active_tools=cfg.active_tools,
-            tool_choice=cfg.tool_choice,
-            max_steps=cfg.max_steps if cfg.max_steps is not None else self.max_steps,
-            stop_when=stop_when,
-            send_reasoning=cfg.send_reasoning if cfg.send_reasoning is not None else True,
-            settings=settings,
-            stall_timeout_s=(stall_ms / 1000.0) if stall_ms else None,
-            transforms=transforms,
-        )
-
-    def _add_extension_options(self, settings: dict[str, Any], ext_maps: dict[str, Any],
-                               provider: str) -> dict[str, Any]:
-        """The extensions' screened headers/providerOptions added to the host's settings; a key the host set wins,
-        and the extension's value is reported denied (log, trace, result) instead of credited in the provenance."""
-        settings, refused = apply_extension_options(settings, ext_maps.get("headers"), ext_maps.get("provider_options"),
-                                                    provider)
-        for path, reason in refused:
-            ext = self._turn_provenance.pop(path, "")
-            denial = TurnConfigDenial(extension=ext, field=path, reason=reason)
-            self._turn_denied.append(denial)
-            logger.warning("extension %r beforeTurn: field %s: denied: %s", ext, path, reason)
-            if self._turn_trace is not None:
-                self._turn_trace.append(TraceEvent(hook="beforeTurn", extension=ext, outcome="denied",
-                                                   detail=f"{path}: {reason}", request_id=self._turn_rid))
-        return settings
+        cfg, ext_maps = await chain.before_turn(ctx, tools, req.continuation, req.body)
+        stall = self.session.chat_stream_stall_timeout_ms
+        host = HostSettings(model_options=self.model_options, api_base=self.api_base, api_key=self.api_key,
+                            max_steps=self.max_steps,
+                            stall_timeout_ms=stall if stall is not None else self.chat_stream_stall_timeout_ms)
+        plan, refused = plan_turn(ctx, cfg, tools, host, ext_maps)
+        chain.options_refused(refused)
+        return plan
 
     # ================================================================================= submissions, follow-ups
 
@@ -831,152 +687,14 @@ class Agent:
         task = asyncio.get_running_loop().create_task(run(), context=contextvars.Context())
         self._submissions[sid] = task
 
-    # ================================================================================= SessionServices (HostBridge)
-
-    async def bridge_get_messages(self, limit: int) -> list[dict[str, Any]]:
-        messages = await self.store.messages()
-        if limit:
-            messages = messages[-limit:]
-        return [for_bridge(m) for m in messages]
-
-    async def bridge_get_context(self, label: str) -> str | None:
-        block = self.session.context_blocks.get(label)
-        stored = await self.store.get_context(label)
-        if block is not None:
-            return await block.read(stored)
-        return stored
-
-    async def bridge_set_context(self, label: str, content: str, *, extension: str) -> None:
-        logger.info("extension %s set context block %r (session %s)", extension, label, self.session_id)
-        await self.set_context(label, content)
-
-    async def bridge_send_message(self, text: str, role: str) -> str:
-        message = normalize_incoming({"role": role or "user", "content": text})
+    def _queue_turn(self, message: dict[str, Any]) -> None:
+        """Run a turn on `message` after the current one (an extension's sendMessage): in the background."""
         task = asyncio.get_running_loop().create_task(
             self._run(self._request(new_id("req"), [message], False, None, None, "send_message")),
             context=contextvars.Context(),
         )
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        return str(message["id"])
-
-    async def bridge_session_info(self) -> dict[str, Any]:
-        return {
-            "sessionId": self.session_id,
-            "messageCount": len(await self.store.messages()),
-            "modelId": await maybe_await(self.get_model()),
-            "metadata": {"agent": type(self).__name__, "workspace": str(self._workspace or "")},
-        }
-
-
-class _SessionStore:
-    """The store, bound to one session."""
-
-    def __init__(self, raw: Any, session_id: str) -> None:
-        self.raw = raw
-        self.sid = session_id
-
-    async def upsert(self, message: dict[str, Any]) -> None:
-        await self.raw.upsert(self.sid, message)
-
-    async def messages(self) -> list[dict[str, Any]]:
-        return await self.raw.messages(self.sid)
-
-    async def replace_all(self, messages: list[dict[str, Any]]) -> None:
-        await self.raw.replace_all(self.sid, messages)
-
-    async def record_submission(self, submission_id: str, payload: dict[str, Any]) -> None:
-        await self.raw.record_submission(self.sid, submission_id, payload)
-
-    async def set_submission_status(self, submission_id: str, status: str, error: str | None = None) -> None:
-        await self.raw.set_submission_status(submission_id, status, error)
-
-    async def pending_submissions(self) -> list[dict[str, Any]]:
-        return await self.raw.pending_submissions(self.sid)
-
-    async def get_context(self, label: str) -> str | None:
-        return await self.raw.get_context(self.sid, label)
-
-    async def set_context(self, label: str, content: str) -> None:
-        await self.raw.set_context(self.sid, label, content)
-
-
-class _Hooks:
-    """The loop's view of the agent: subclass hook first, then the extensions (Think's order)."""
-
-    def __init__(self, agent: Agent) -> None:
-        self.a = agent
-        self.m = agent._manager
-
-    async def before_step(self, ctx: PrepareStepContext) -> StepConfig | None:
-        return _coerce(StepConfig, await maybe_await(self.a.before_step(ctx)), "before_step")
-
-    async def decide(self, ctx: ToolCallContext, tool: Tool) -> ToolCallDecision:
-        decision = _coerce(ToolCallDecision, await maybe_await(self.a.before_tool_call(ctx)), "before_tool_call")
-        decision = decision or ToolCallDecision()
-        if decision.action != "allow" or self.m is None:
-            return decision  # a subclass block/substitute short-circuits the extensions
-        snapshot = ToolCallSnapshot(tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id, input=ctx.input,
-                                    step_number=ctx.step_number, dynamic=ctx.dynamic)
-        ext = await self.m.before_tool_call(snapshot, self.a._cc(), deadline=self.a._turn_deadline)
-        if ext is None or ext.action == "allow" and not ext.has_input:
-            return decision
-        if ext.action == "block":
-            return ToolCallDecision(action="block", reason=ext.reason)
-        if ext.action == "substitute":
-            return ToolCallDecision(action="substitute", output=ext.output)
-        return ToolCallDecision(action="allow", input=ext.input, has_input=True)
-
-    async def execute(self, tool: Tool, input: Any, ctx: ToolCallContext, on_preliminary: Any) -> Any:
-        if tool.execute is not None or self.m is None:
-            return await tool.run(input, on_preliminary)
-        pending: list[asyncio.Future[Any]] = []
-
-        def preliminary(value: Any) -> Any:
-            fut = asyncio.ensure_future(on_preliminary(value))
-            pending.append(fut)
-            return fut
-
-        try:
-            return await self.m.execute_tool(tool.name, input, context=self.a._cc(), tool_call_id=ctx.tool_call_id,
-                                             on_preliminary=preliminary)
-        finally:
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
-
-    async def after_tool_call(self, ctx: ToolCallResultContext) -> None:
-        await maybe_await(self.a.after_tool_call(ctx))
-        if self.m is not None:
-            self.m.after_tool_call(
-                ToolResultSnapshot(
-                    tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id, input=ctx.input,
-                    step_number=ctx.step_number, duration_ms=ctx.duration_ms, success=ctx.success,
-                    output=ctx.output if ctx.success else None,
-                    error=None if ctx.success else _error_dict(ctx.error), dynamic=ctx.dynamic,
-                ),
-                self.a._cc(),
-            )
-
-    async def on_step_finish(self, ctx: StepContext) -> None:
-        await maybe_await(self.a.on_step_finish(ctx))
-        if self.m is not None:
-            self.m.on_step_finish(
-                StepSnapshot(
-                    step_number=ctx.step_number, finish_reason=ctx.finish_reason, text=ctx.text,
-                    reasoning_text=ctx.reasoning_text, tool_call_count=len(ctx.tool_calls),
-                    tool_result_count=len(ctx.tool_results),
-                    usage=ctx.usage,
-                    provider_metadata=ctx.provider_metadata,
-                ),
-                self.a._cc(),
-            )
-
-    async def on_chunk(self, ctx: ChunkContext) -> None:
-        await maybe_await(self.a.on_chunk(ctx))
-        if self.m is not None and self.a._chunk_subscribed:
-            c = ctx.chunk
-            self.m.on_chunk(ChunkSnapshot(type=c.type, text=c.text, tool_name=c.tool_name, tool_call_id=c.tool_call_id),
-                            self.a._cc())
 
 
 __all__ = ["Agent", "default_context_overflow_classifier"]

@@ -384,3 +384,35 @@ class MessageStore:
 
         await asyncio.get_running_loop().run_in_executor(self._executor, op)
         self._executor.shutdown(wait=False)
+
+
+class SessionStore:
+    """The store, bound to one session."""
+
+    def __init__(self, raw: Any, session_id: str) -> None:
+        self.raw = raw
+        self.sid = session_id
+
+    async def upsert(self, message: dict[str, Any]) -> None:
+        await self.raw.upsert(self.sid, message)
+
+    async def messages(self) -> list[dict[str, Any]]:
+        return await self.raw.messages(self.sid)
+
+    async def replace_all(self, messages: list[dict[str, Any]]) -> None:
+        await self.raw.replace_all(self.sid, messages)
+
+    async def record_submission(self, submission_id: str, payload: dict[str, Any]) -> None:
+        await self.raw.record_submission(self.sid, submission_id, payload)
+
+    async def set_submission_status(self, submission_id: str, status: str, error: str | None = None) -> None:
+        await self.raw.set_submission_status(submission_id, status, error)
+
+    async def pending_submissions(self) -> list[dict[str, Any]]:
+        return await self.raw.pending_submissions(self.sid)
+
+    async def get_context(self, label: str) -> str | None:
+        return await self.raw.get_context(self.sid, label)
+
+    async def set_context(self, label: str, content: str) -> None:
+        await self.raw.set_context(self.sid, label, content)

@@ -1,9 +1,19 @@
 """Tools the model can call: the ``tool`` decorator and the ``Tool`` model.
 
 A tool wraps a sync function, an async function or an async generator (a streaming tool: every yielded value is
-a preliminary result, the last one is the final output). Its input schema comes from a JSON-schema dict, a
-pydantic model class, or the function's signature. A tool without a function is a client-side tool: the model
-may call it, the turn ends with the call pending, and ``Agent.add_tool_result`` completes it.
+a preliminary result, the last one is the final output). A tool without a function is a client-side tool: the
+model may call it, the turn ends with the call pending, and ``Agent.add_tool_result`` completes it.
+
+How the function receives the model's input (decided once, when the tool is declared):
+
+- ``parameters`` is a JSON-schema dict and the function takes one parameter: it gets the input dict, as an SDK
+  tool does (``def echo(args): return args["text"]``);
+- ``parameters`` is a pydantic model and the function takes one parameter: it gets the validated instance;
+- otherwise each input property is a keyword argument (``def add(a: int, b: int = 1)``, whose schema is derived
+  from the signature when ``parameters`` is not given).
+
+A function that cannot be called either way (say, two parameters while the schema has no such properties) is
+refused when the tool is declared, with a TypeError that names the tool and what it expected.
 """
 
 from __future__ import annotations
@@ -43,6 +53,37 @@ def _schema_from_signature(fn: Callable[..., Any]) -> dict[str, Any]:
     return schema
 
 
+def _call_style(func: Callable[..., Any], name: str, schema: dict[str, Any], explicit: bool,
+                input_model: type[BaseModel] | None) -> str:
+    """How `func` receives the input: "input" (the dict, or the model instance, as its one argument) or "kwargs".
+
+    Raises TypeError when the signature can receive the input neither way."""
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):
+        return "input"  # a builtin or C callable: hand it the input as it is
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    var_kw = any(p.kind == p.VAR_KEYWORD for p in params)
+    props = list((schema.get("properties") or {}).keys()) if isinstance(schema, dict) else []
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    one_arg = len(required) <= 1 and (len(positional) >= 1 or any(p.kind == p.VAR_POSITIONAL for p in params))
+    if input_model is not None and one_arg:
+        return "input"
+    if explicit and one_arg and not (len(positional) == 1 and positional[0].name in props):
+        return "input"
+    if var_kw or all(p.name in props for p in required) and (not explicit or names & set(props) or not props):
+        return "kwargs"
+    if one_arg:
+        return "input"
+    raise TypeError(
+        f"tool {name!r}: the function's parameters ({', '.join(p.name for p in params)}) cannot receive the "
+        f"input: take one parameter for the input dict (def {name}(args)), or one keyword parameter per "
+        f"property ({', '.join(props) or 'none declared'})"
+    )
+
+
 def _check_against_schema(schema: dict[str, Any], value: Any, tool_name: str) -> None:
     """A light check of the model's input (object, required keys, primitive types)."""
     if schema.get("type") not in (None, "object"):
@@ -78,7 +119,7 @@ class Tool(BaseModel):
     dynamic: bool = False  # true for runtime-registered tools (extensions)
     streaming: bool = False
     _input_model: type[BaseModel] | None = PrivateAttr(default=None)
-    _kwargs_call: bool = PrivateAttr(default=True)
+    _kwargs_call: bool = PrivateAttr(default=True)  # else the input is the one positional argument
 
     def validate_input(self, value: Any) -> Any:
         """The model's input, validated (raises ToolInputError)."""
@@ -142,8 +183,9 @@ def tool(
 ) -> Any:
     """Make a Tool of a function: ``@tool``, ``@tool(description=..., parameters=...)`` or ``tool(fn, ...)``.
 
-    The function receives the input's properties as keyword arguments; with a pydantic model as ``parameters``
-    and a single-parameter function, it receives the validated model instance instead.
+    With ``parameters`` given and a one-parameter function, the function receives the input dict (or, for a
+    pydantic model, the validated instance); otherwise the input's properties as keyword arguments. A signature
+    that can receive the input neither way raises TypeError here (see the module docstring).
     """
 
     def make(func: Callable[..., Any]) -> Tool:
@@ -163,10 +205,7 @@ def tool(
             streaming=inspect.isasyncgenfunction(func),
         )
         t._input_model = input_model
-        params = [
-            p for p in inspect.signature(func).parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-        ]
-        t._kwargs_call = not (input_model is not None and len(params) == 1)
+        t._kwargs_call = _call_style(func, t.name, schema, parameters is not None, input_model) == "kwargs"
         return t
 
     if fn is not None:
@@ -183,13 +222,17 @@ def as_tool(name: str, value: Any) -> Tool:
         t.name = name
         return t
     if isinstance(value, dict):
+        execute = value.get("execute")
+        explicit = value.get("parameters") or value.get("input_schema")
         t = Tool(
             name=name,
             description=value.get("description", ""),
-            parameters=value.get("parameters") or value.get("input_schema") or {"type": "object", "properties": {}},
-            execute=value.get("execute"),
+            parameters=explicit or {"type": "object", "properties": {}},
+            execute=execute,
         )
-        t.streaming = t.execute is not None and inspect.isasyncgenfunction(t.execute)
+        t.streaming = execute is not None and inspect.isasyncgenfunction(execute)
+        if execute is not None:
+            t._kwargs_call = _call_style(execute, name, t.parameters, explicit is not None, None) == "kwargs"
         return t
     if callable(value) and not isinstance(value, types.BuiltinFunctionType):
         t = tool(value, name=name)

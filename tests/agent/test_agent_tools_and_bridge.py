@@ -8,6 +8,7 @@ from agent_helpers import Recorder
 from pydantic import BaseModel
 
 from host import Session, tool
+from host.turn._session_bridge import AgentSessionServices
 
 
 class Query(BaseModel):
@@ -42,7 +43,7 @@ async def test_bridge_send_message_from_inside_a_turn_queues_a_follow_up_turn() 
 
         async def before_turn(self, ctx):  # type: ignore[no-untyped-def]
             if not self.queued:
-                self.queued.append(await self.bridge_send_message("follow-up", "user"))
+                self.queued.append(await AgentSessionServices(self).bridge_send_message("follow-up", "user"))
 
     async with Queuing() as agent:
         agent.queued = []
@@ -61,10 +62,40 @@ async def test_bridge_messages_context_and_session_info(tmp_path: Path) -> None:
     async with WithMemory(session_id="s9", workspace=tmp_path / "ws") as agent:
         await agent.chat("hello")
         assert agent.workspace_root == (tmp_path / "ws").resolve()
-        assert await agent.bridge_get_context("memory") == "empty"
-        await agent.bridge_set_context("memory", "likes tea", extension="notes")
-        assert await agent.bridge_get_context("memory") == "likes tea"
-        last = await agent.bridge_get_messages(1)
-        info = await agent.bridge_session_info()
+        services = AgentSessionServices(agent)
+        assert await services.bridge_get_context("memory") == "empty"
+        await services.bridge_set_context("memory", "likes tea", extension="notes")
+        assert await services.bridge_get_context("memory") == "likes tea"
+        assert await agent.get_context("memory") == "likes tea"
+        last = await services.bridge_get_messages(1)
+        info = await services.bridge_session_info()
     assert last[0]["role"] == "assistant" and last[0]["content"] == "echo: hello"
     assert info["sessionId"] == "s9" and info["messageCount"] == 2 and info["modelId"] == "hookwire/scripted"
+
+
+async def test_a_tool_declared_with_a_schema_and_one_parameter_gets_the_input_dict() -> None:
+    @tool(description="Echo text back", parameters={"type": "object", "properties": {"text": {"type": "string"}}})
+    def echo(args):  # type: ignore[no-untyped-def]
+        return args["text"].upper()
+
+    class WithEcho(Recorder):
+        def get_tools(self):  # type: ignore[no-untyped-def]
+            return {"echo": echo}
+
+    async with WithEcho() as agent:
+        result = await agent.chat('/tool echo {"text": "hi"}')
+    outputs = [p.get("output") for p in result.message["parts"] if p.get("type") == "tool-echo"]
+    assert (result.status, outputs) == ("completed", ["HI"])
+
+
+def test_a_tool_whose_signature_cannot_receive_the_input_is_refused_when_declared() -> None:
+    import pytest
+
+    with pytest.raises(TypeError) as info:
+        @tool(parameters={"type": "object", "properties": {"text": {"type": "string"}}})
+        def broken(a, b):  # type: ignore[no-untyped-def]
+            return a
+
+    assert str(info.value) == ("tool 'broken': the function's parameters (a, b) cannot receive the input: take one "
+                               "parameter for the input dict (def broken(args)), or one keyword parameter per "
+                               "property (text)")

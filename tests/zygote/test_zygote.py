@@ -132,7 +132,7 @@ async def test_sandbox_failure_exits_125_with_the_launcher_message(zygote: Zygot
             "landlock": {"writable_dirs": [str(dirs.base / "missing")], "socket_dirs": [], "writable_files": [],
                          "scope": False}}
     require("landlock_fs")
-    launch = zygote_launch([sys.executable, "-I", "-S", str(REPO / "host" / "_launcher.py"), "--spec",
+    launch = zygote_launch([sys.executable, "-I", "-S", str(REPO / "host" / "sandbox" / "_launcher.py"), "--spec",
                             json.dumps(spec), "--", sys.executable, "x.py"], base_env())
     assert launch is not None
     proc = await zygote.spawn(launch, name="broken-ext", env=base_env(), cwd=dirs.base)
@@ -311,7 +311,7 @@ def test_a_plain_script_command_with_the_host_locale_is_eligible() -> None:
 
 
 def test_launcher_argv_is_unwrapped_into_its_spec_and_command() -> None:
-    launch = zygote_launch([sys.executable, "-I", "-S", str(REPO / "host" / "_launcher.py"), "--spec",
+    launch = zygote_launch([sys.executable, "-I", "-S", str(REPO / "host" / "sandbox" / "_launcher.py"), "--spec",
                             '{"extension": "e"}', "--", sys.executable, "-m", "pkg.mod", "--x"], base_env())
     assert launch is not None
     assert (launch.kind, launch.target, launch.argv, launch.spec) == ("module", "pkg.mod", ["-m", "--x"],
@@ -328,5 +328,5 @@ def test_environment_switch_disables_the_zygote(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_zygote_main_imports_no_host_package() -> None:
-    source = (REPO / "host" / "_zygote_main.py").read_text()
+    source = (REPO / "host" / "sandbox" / "_zygote_main.py").read_text()
     assert not re.search(r"^\s*(from|import)\s+host\b", source, re.M)

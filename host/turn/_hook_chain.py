@@ -1,0 +1,198 @@
+"""The hook chain: for each of the five hooks, the Agent subclass first, then the extensions (Think's order).
+
+    beforeTurn      subclass before_turn -> TurnConfig; extensions' merged patch applied on top (granted scalars);
+                    their headers/providerOptions kept apart for the plan (host/turn/_plan.py), host winning
+    beforeToolCall  subclass before_tool_call; if it allows, the extensions decide (block > substitute > allow)
+    afterToolCall   subclass, then the extensions observe
+    onStepFinish    subclass, then the extensions observe
+    onChunk         subclass, then the extensions observe (only when one subscribes)
+
+`HookChain` is the loop's `LoopHooks` (host/turn/_loop.py); the loop knows nothing of subclasses or extensions.
+What the extensions decide goes through `ExtensionManager` (host/extensions/_dispatch.py); this module only
+translates between the subclass's contexts and the extensions' snapshots, and keeps the turn's record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..extensions._snapshots import (
+    CallContext,
+    ChunkSnapshot,
+    StepSnapshot,
+    ToolCallSnapshot,
+    ToolResultSnapshot,
+    TraceEvent,
+    TurnSnapshot,
+)
+from ..extensions._turn_config_policy import MAP_FIELDS, TurnConfigDenial
+from ._plan import coerce, turn_deadline
+from ._session import maybe_await
+from ._tools import Tool, as_tool
+from ._types import (
+    ChunkContext,
+    PrepareStepContext,
+    StepConfig,
+    StepContext,
+    ToolCallContext,
+    ToolCallDecision,
+    ToolCallResultContext,
+    TurnConfig,
+    TurnContext,
+)
+
+if TYPE_CHECKING:
+    from ..extensions._manager import ExtensionManager
+    from ._agent import Agent
+
+logger = logging.getLogger("hookwire.agent")
+
+
+@dataclass
+class TurnRecord:
+    """One turn's identity and what its hooks recorded: trace, provenance, denials, deadline."""
+
+    session_id: str
+    request_id: str
+    trace: list[TraceEvent] = field(default_factory=list)
+    provenance: dict[str, str] = field(default_factory=dict)  # TurnConfig field path -> extension that set it
+    denied: list[TurnConfigDenial] = field(default_factory=list)
+    deadline: float | None = None  # loop time the turn's timeout (totalMs) ends; bounds extension hooks
+    chunk_subscribed: bool = False  # an extension observes onChunk (else chunks are not snapshotted at all)
+    context: CallContext = field(init=False)  # one object per turn, so consecutive observations batch together
+
+    def __post_init__(self) -> None:
+        self.context = CallContext(session_id=self.session_id, request_id=self.request_id)
+
+    def deny(self, extension: str, path: str, reason: str) -> None:
+        """An extension's field was refused after the merge (the host's own setting wins): record it."""
+        self.provenance.pop(path, None)
+        self.denied.append(TurnConfigDenial(extension=extension, field=path, reason=reason))
+        logger.warning("extension %r beforeTurn: field %s: denied: %s", extension, path, reason)
+        self.trace.append(TraceEvent(hook="beforeTurn", extension=extension, outcome="denied",
+                                     detail=f"{path}: {reason}", request_id=self.request_id))
+
+
+def _error_dict(error: Any) -> dict[str, Any]:
+    if isinstance(error, BaseException):
+        stack = "".join(traceback.format_exception(error))[-4000:]
+        return {"name": type(error).__name__, "message": str(error), "stack": stack}
+    return {"name": "Error", "message": str(error), "stack": ""}
+
+
+class HookChain:
+    """The five hooks of one turn: the subclass, then the extensions."""
+
+    def __init__(self, agent: Agent, manager: ExtensionManager | None, turn: TurnRecord) -> None:
+        self.a = agent
+        self.m = manager
+        self.turn = turn
+
+    async def before_turn(self, ctx: TurnContext, tools: dict[str, Tool], continuation: bool,
+                          body: dict[str, Any] | None) -> tuple[TurnConfig, dict[str, Any]]:
+        """The turn's TurnConfig (subclass, then the extensions' granted fields) and the extensions' maps
+        (headers/providerOptions) for the plan. Adds the config's own tools to `tools`."""
+        cfg: TurnConfig = coerce(TurnConfig, await maybe_await(self.a.before_turn(ctx)), "before_turn") or TurnConfig()
+        for name, value in (cfg.tools or {}).items():
+            tools[name] = as_tool(name, value)
+        if self.m is None:
+            return cfg, {}
+        turn = self.turn
+        snapshot = TurnSnapshot(
+            system=cfg.system if cfg.system is not None else ctx.system,
+            tool_names=list(tools),
+            message_count=len(cfg.messages if cfg.messages is not None else ctx.messages),
+            continuation=continuation,
+            body=body,
+            model_id=cfg.model or ctx.model,
+        )
+        started = asyncio.get_running_loop().time()
+        turn.deadline = turn_deadline(cfg.timeout, started)
+        merged = await self.m.before_turn(snapshot, turn.context, deadline=turn.deadline)
+        turn.provenance = dict(merged.provenance)
+        turn.denied = list(merged.denied)
+        patch = merged.patch.set_fields()
+        ext_maps = {key: patch.pop(key) for key in MAP_FIELDS if key in patch}
+        for key, value in patch.items():
+            setattr(cfg, key, value)
+        turn.chunk_subscribed = bool(self.m.subscribers("onChunk"))
+        turn.deadline = turn_deadline(cfg.timeout, started)  # an extension may have set the timeout
+        return cfg, ext_maps
+
+    def options_refused(self, refused: list[tuple[str, str]]) -> None:
+        """The plan refused these extension headers/options (the host set them): denied, not credited."""
+        for path, reason in refused:
+            self.turn.deny(self.turn.provenance.get(path, ""), path, reason)
+
+    async def before_step(self, ctx: PrepareStepContext) -> StepConfig | None:
+        return coerce(StepConfig, await maybe_await(self.a.before_step(ctx)), "before_step")
+
+    async def decide(self, ctx: ToolCallContext, tool: Tool) -> ToolCallDecision:
+        decision = coerce(ToolCallDecision, await maybe_await(self.a.before_tool_call(ctx)), "before_tool_call")
+        decision = decision or ToolCallDecision()
+        if decision.action != "allow" or self.m is None:
+            return decision  # a subclass block/substitute short-circuits the extensions
+        snapshot = ToolCallSnapshot(tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id, input=ctx.input,
+                                    step_number=ctx.step_number, dynamic=ctx.dynamic)
+        ext = await self.m.before_tool_call(snapshot, self.turn.context, deadline=self.turn.deadline)
+        if ext is None or ext.action == "allow" and not ext.has_input:
+            return decision
+        if ext.action == "block":
+            return ToolCallDecision(action="block", reason=ext.reason)
+        if ext.action == "substitute":
+            return ToolCallDecision(action="substitute", output=ext.output)
+        return ToolCallDecision(action="allow", input=ext.input, has_input=True)
+
+    async def execute(self, tool: Tool, input: Any, ctx: ToolCallContext, on_preliminary: Any) -> Any:
+        if tool.execute is not None or self.m is None:
+            return await tool.run(input, on_preliminary)
+        pending: list[asyncio.Future[Any]] = []
+
+        def preliminary(value: Any) -> Any:
+            fut = asyncio.ensure_future(on_preliminary(value))
+            pending.append(fut)
+            return fut
+
+        try:
+            return await self.m.execute_tool(tool.name, input, context=self.turn.context,
+                                             tool_call_id=ctx.tool_call_id, on_preliminary=preliminary)
+        finally:
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+    async def after_tool_call(self, ctx: ToolCallResultContext) -> None:
+        await maybe_await(self.a.after_tool_call(ctx))
+        if self.m is not None:
+            self.m.after_tool_call(
+                ToolResultSnapshot(
+                    tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id, input=ctx.input,
+                    step_number=ctx.step_number, duration_ms=ctx.duration_ms, success=ctx.success,
+                    output=ctx.output if ctx.success else None,
+                    error=None if ctx.success else _error_dict(ctx.error), dynamic=ctx.dynamic,
+                ),
+                self.turn.context,
+            )
+
+    async def on_step_finish(self, ctx: StepContext) -> None:
+        await maybe_await(self.a.on_step_finish(ctx))
+        if self.m is not None:
+            self.m.on_step_finish(
+                StepSnapshot(
+                    step_number=ctx.step_number, finish_reason=ctx.finish_reason, text=ctx.text,
+                    reasoning_text=ctx.reasoning_text, tool_call_count=len(ctx.tool_calls),
+                    tool_result_count=len(ctx.tool_results), usage=ctx.usage,
+                    provider_metadata=ctx.provider_metadata,
+                ),
+                self.turn.context,
+            )
+
+    async def on_chunk(self, ctx: ChunkContext) -> None:
+        await maybe_await(self.a.on_chunk(ctx))
+        if self.m is not None and self.turn.chunk_subscribed:
+            c = ctx.chunk
+            self.m.on_chunk(ChunkSnapshot(type=c.type, text=c.text, tool_name=c.tool_name, tool_call_id=c.tool_call_id),
+                            self.turn.context)

@@ -52,9 +52,10 @@ async def test_sigkill_mid_hook_fails_open_and_the_extension_is_restarted(tmp_pa
         assert tool_output(result, "echo") == "pong: a"  # failed open: the tool ran
         assert result.failed_open == ["misbehave"]
         assert any(e.hook == "beforeToolCall" and e.outcome == "failed_open" for e in result.trace)
-        assert await wait_until(lambda: agent.manager.extensions()[0].state == "running", 15)
+        assert await wait_until(lambda: agent.manager.extensions()[0].restarts == 1
+                                and agent.manager.extensions()[0].state == "running", 15)
         restarted = agent.manager.extensions()[0]
-        assert restarted.pid != pid and restarted.restarts == 1
+        assert restarted.pid is not None and restarted.pid != pid
     await persisted_and_next_turn_works(tmp_path, result, ECHO)
     record("SIGKILL mid-hook", "hook fails open, turn completes, restart",
            f"failed_open={result.failed_open}, restarted pid {pid}->{restarted.pid}")
@@ -85,9 +86,11 @@ async def test_a_stopped_extension_is_found_by_the_health_probe_and_restarted(tm
         pid = ext_pid(agent)
         os.kill(pid, signal.SIGSTOP)  # alive, but answers nothing: no exit for the exit watcher to see
         assert await wait_until(lambda: process_gone(pid), 15)
-        assert await wait_until(lambda: agent.manager.extensions()[0].state == "running", 15)
+        # "running" alone would also match the moment before the crash handler marks it restarting
+        assert await wait_until(lambda: agent.manager.extensions()[0].restarts == 1
+                                and agent.manager.extensions()[0].state == "running", 15)
         restarted = agent.manager.extensions()[0]
-        assert restarted.pid != pid and restarted.restarts == 1
+        assert restarted.pid is not None and restarted.pid != pid
         result = await agent.chat(ECHO)
         assert result.status == "completed"
     await persisted_and_next_turn_works(tmp_path, result, ECHO)

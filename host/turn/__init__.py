@@ -1,6 +1,7 @@
 """The turn engine: Think's chat-turn lifecycle on litellm. No gRPC here.
 
-    _agent.py          Agent: the hooks users override, lifecycle, entry paths, one turn at a time
+    _agent.py          Agent: the hooks users override, lifecycle, entry paths, submissions
+    _turn_runner.py    one turn from request to result: lock, prepare, loop, persist, staged failures, recovery
     _plan.py           TurnConfig (host hook + extensions' patch) -> TurnPlan: litellm kwargs, deadline
     _hook_chain.py     the loop's hooks: the subclass first, then the extensions, for all five hooks
     _session_bridge.py the HostBridge services of one session (what an extension may ask the host for)

@@ -15,31 +15,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import copy
-import inspect
-import json
 import logging
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 from .._errors import NestedTurnError, ToolNameCollision
 from ..extensions._snapshots import TraceEvent
-from ..extensions._tool_names import collision_message, host_collisions, withhold_shadowing
-from ._chat_errors import TurnAborted, default_context_overflow_classifier, error_message
-from ._hook_chain import HookChain, TurnRecord
-from ._loop import TurnLoop, TurnPlan
-from ._plan import HostSettings, plan_turn
+from ..extensions._tool_names import collision_message, host_collisions
+from ._chat_errors import default_context_overflow_classifier
+from ._hook_chain import TurnRecord
 from ._session import Session, maybe_await
 from ._session_bridge import AgentSessionServices
-from ._tools import Tool, as_tool
+from ._turn_runner import TurnRequest, TurnRunner, active_turn
 from ._types import (
     ChatErrorClassification,
     ChatErrorContext,
-    ChatErrorStage,
     ChatResponseResult,
     ChunkContext,
     PrepareStepContext,
@@ -58,7 +49,6 @@ from ._ui_messages import (
     new_id,
     normalize_incoming,
     pending_tool_parts,
-    to_model_messages,
 )
 
 if TYPE_CHECKING:
@@ -67,20 +57,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("hookwire.agent")
 
-_active_turn: contextvars.ContextVar["Agent | None"] = contextvars.ContextVar("hookwire_active_turn", default=None)
-
-_TRACE_FAILURES = ("error", "timeout", "failed_open")
-
-
-class _TurnRequest(BaseModel):
-    model_config = {"arbitrary_types_allowed": True}
-
-    request_id: str
-    messages: list[dict[str, Any]] = []
-    continuation: bool = False
-    body: dict[str, Any] | None = None
-    abort: asyncio.Event
-    entry: str = "chat"
 
 
 class Agent:
@@ -133,6 +109,7 @@ class Agent:
         self._submissions: dict[str, asyncio.Task[ChatResponseResult]] = {}
         self._turn: TurnRecord | None = None  # the running turn's record (one turn at a time)
         self._services = AgentSessionServices(self)  # what the HostBridge serves for this session
+        self._runner = TurnRunner(self)  # runs each turn: prepare, loop, persist, recover, respond
         self._started = False
 
     # ================================================================================= overridable API
@@ -329,7 +306,7 @@ class Agent:
         rid = request_id or new_id("req")
         if not messages or messages[-1].get("role") != "assistant":
             return ChatResponseResult(status="skipped", request_id=rid, continuation=True)
-        return await self._run(self._request(rid, [], True, body, signal, "continue_last_turn"))
+        return await self._runner.run(self._request(rid, [], True, body, signal, "continue_last_turn"))
 
     async def add_tool_result(
         self, tool_call_id: str, output: Any, *, error: str | None = None, auto_continue: bool = True
@@ -346,7 +323,7 @@ class Agent:
                         part.update(state="output-available", output=output)
                     await self.store.upsert(finalize(message))
                     if auto_continue and not pending_tool_parts(message):
-                        return await self._run(self._request(new_id("req"), [], True, None, None, "auto_continue"))
+                        return await self._runner.run(self._request(new_id("req"), [], True, None, None, "auto_continue"))
                     return None
         raise KeyError(f"no tool call {tool_call_id!r} in session {self.session_id!r}")
 
@@ -385,7 +362,7 @@ class Agent:
     # ================================================================================= turn plumbing
 
     def _refuse_nested(self, entry: str) -> None:
-        if _active_turn.get() is self:
+        if active_turn.get() is self:
             raise NestedTurnError(
                 f"{type(self).__name__}.{entry}() was called from inside a running turn of session "
                 f"{self.session_id!r} (a hook or a tool); that would deadlock. Start follow-up turns from "
@@ -400,10 +377,10 @@ class Agent:
         body: dict[str, Any] | None,
         signal: asyncio.Event | None,
         entry: str,
-    ) -> _TurnRequest:
+    ) -> TurnRequest:
         abort = signal if signal is not None else asyncio.Event()
         self._aborts[rid] = abort
-        return _TurnRequest(
+        return TurnRequest(
             request_id=rid, messages=messages, continuation=continuation, body=body, abort=abort, entry=entry
         )
 
@@ -422,196 +399,17 @@ class Agent:
         try:
             messages = [normalize_incoming(m) for m in items]
         except MessageParseError as exc:
-            result = await self._fail(exc, "parse", rid=rid, persisted=False, assistant=None, continuation=False)
-            await self._respond(result)
+            result = await self._runner.fail(exc, "parse", rid=rid, persisted=False, assistant=None,
+                                             continuation=False)
+            await self._runner.respond(result)
             return result
-        return await self._run(self._request(rid, messages, False, body, signal, entry))
-
-    async def _run(self, req: _TurnRequest) -> ChatResponseResult:
-        try:
-            async with self._lock:
-                token = _active_turn.set(self)
-                turn = self._turn = TurnRecord(session_id=self.session_id, request_id=req.request_id)
-                try:
-                    try:
-                        result = await self._execute(req, HookChain(self, self._manager, turn))
-                    except Exception as exc:  # a bug or a store failure outside the staged paths
-                        result = await self._fail(exc, "turn", rid=req.request_id, persisted=True, assistant=None,
-                                                  continuation=req.continuation)
-                    if self._manager is not None:
-                        try:
-                            await self._manager.flush(turn.context)
-                        except Exception:
-                            logger.exception("flushing extension observations failed (session %s)", self.session_id)
-                    result.trace = list(turn.trace)
-                    result.failed_open = sorted({e.extension for e in result.trace if e.outcome in _TRACE_FAILURES})
-                    result.provenance = dict(turn.provenance)
-                    result.denied = list(turn.denied)
-                finally:
-                    self._turn = None
-                    _active_turn.reset(token)
-        finally:
-            self._aborts.pop(req.request_id, None)
-        await self._respond(result)
-        return result
-
-    async def _respond(self, result: ChatResponseResult) -> None:
-        try:
-            await maybe_await(self.on_chat_response(result))
-        except Exception:
-            logger.exception("on_chat_response raised (session %s, request %s)", self.session_id, result.request_id)
+        return await self._runner.run(self._request(rid, messages, False, body, signal, entry))
 
     def _on_trace(self, event: TraceEvent) -> None:
         turn = self._turn
         if turn is not None and event.request_id in ("", turn.request_id):
             turn.trace.append(event)
 
-    async def _execute(self, req: _TurnRequest, chain: HookChain) -> ChatResponseResult:
-        rid = req.request_id
-        try:
-            for message in req.messages:
-                await self.store.upsert(message)
-        except Exception as exc:
-            return await self._fail(exc, "persist", rid=rid, persisted=False, assistant=None,
-                                    continuation=req.continuation)
-        await self._maybe_compact_proactively()
-        attempts = 0
-        while True:
-            assistant = await self._start_assistant(req.continuation)
-            if req.abort.is_set():
-                return await self._aborted(req, assistant)
-            try:
-                plan = await self._prepare(req, chain)
-            except Exception as exc:
-                return await self._fail(exc, "turn", rid=rid, persisted=True, assistant=None,
-                                        continuation=req.continuation)
-            loop = TurnLoop(plan, chain, assistant, req.abort)
-            try:
-                await loop.run()
-                break
-            except TurnAborted:
-                return await self._aborted(req, assistant)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                classification = await self._classify(exc, rid)
-                if classification == "context_overflow":
-                    if attempts < self.session.overflow_max_attempts:
-                        attempts += 1
-                        try:
-                            changed = await self._compact()
-                        except Exception as cexc:
-                            return await self._fail(cexc, "recovery", rid=rid, persisted=True, assistant=assistant,
-                                                    continuation=req.continuation, classification="context_overflow")
-                        if changed:
-                            logger.info("context overflow: compacted, retrying (attempt %d, request %s)", attempts, rid)
-                            continue
-                    return await self._fail(exc, "stream", rid=rid, persisted=True, assistant=assistant,
-                                            continuation=req.continuation, classification="context_overflow")
-                return await self._fail(exc, "stream", rid=rid, persisted=True, assistant=assistant,
-                                        continuation=req.continuation)
-        if self._manager is not None:
-            self._manager.send_observations()  # extensions handle the last step while the message is persisted
-        try:
-            await self.store.upsert(finalize(assistant))
-        except Exception as exc:
-            return await self._fail(exc, "transcript", rid=rid, persisted=True, assistant=None,
-                                    continuation=req.continuation)
-        return ChatResponseResult(status="completed", message=assistant, request_id=rid, continuation=req.continuation)
-
-    async def _start_assistant(self, continuation: bool) -> dict[str, Any]:
-        if continuation:
-            messages = await self.store.messages()
-            if messages and messages[-1].get("role") == "assistant":
-                return copy.deepcopy(messages[-1])
-        return {"id": new_id(), "role": "assistant", "parts": [], "content": "", "createdAt": time.time()}
-
-    async def _persist_partial(self, assistant: dict[str, Any] | None) -> dict[str, Any] | None:
-        if assistant is None or not any(p.get("type") != "step-start" for p in assistant.get("parts", [])):
-            return None
-        try:
-            await self.store.upsert(finalize(assistant))
-        except Exception:
-            logger.exception("could not persist the partial assistant message (session %s)", self.session_id)
-            return None
-        return assistant
-
-    async def _aborted(self, req: _TurnRequest, assistant: dict[str, Any]) -> ChatResponseResult:
-        kept = await self._persist_partial(assistant)
-        return ChatResponseResult(status="aborted", message=kept, request_id=req.request_id,
-                                  continuation=req.continuation)
-
-    async def _fail(
-        self,
-        error: BaseException,
-        stage: ChatErrorStage,
-        *,
-        rid: str,
-        persisted: bool,
-        assistant: dict[str, Any] | None,
-        continuation: bool,
-        classification: ChatErrorClassification | None = None,
-    ) -> ChatResponseResult:
-        kept = await self._persist_partial(assistant)
-        ctx = ChatErrorContext(request_id=rid, stage=stage, messages_persisted=persisted, classification=classification)
-        logger.warning("chat:request:failed session=%s request=%s stage=%s persisted=%s: %s",
-                       self.session_id, rid, stage, persisted, error_message(error))
-        try:
-            returned = self.on_chat_error(error, ctx)
-            returned = await maybe_await(returned)
-        except Exception:
-            logger.exception("on_chat_error raised (session %s, request %s)", self.session_id, rid)
-            returned = error
-        final = error if returned is None else returned
-        return ChatResponseResult(status="error", message=kept, request_id=rid, continuation=continuation,
-                                  error=error_message(final))
-
-    async def _classify(self, error: BaseException, rid: str) -> ChatErrorClassification | None:
-        if not self.session.overflow_recovery:
-            return None
-        ctx = ChatErrorContext(request_id=rid, stage="stream", messages_persisted=True)
-        fn = inspect.getattr_static(type(self), "classify_chat_error")
-        try:
-            if inspect.isfunction(fn) and next(iter(inspect.signature(fn).parameters), "") != "self":
-                result = fn(error, ctx)  # e.g. classify_chat_error = default_context_overflow_classifier
-            else:
-                result = self.classify_chat_error(error, ctx)
-            return await maybe_await(result)
-        except Exception:
-            logger.exception("classify_chat_error raised (session %s)", self.session_id)
-            return None
-
-    async def _compact(self) -> bool:
-        """Run the session's compaction; True when it changed the transcript."""
-        if self.session.compaction is None:
-            return False
-        before = await self.store.messages()
-        after = await maybe_await(self.session.compaction(copy.deepcopy(before)))
-        if after is None:
-            return False
-        after = [normalize_incoming(m) for m in after]
-        if after == before:
-            return False
-        await self.store.replace_all(after)
-        return True
-
-    async def _maybe_compact_proactively(self) -> None:
-        limit = self.session.compact_after_tokens
-        if limit is None or self.session.compaction is None:
-            return
-        size = sum(len(json.dumps(m, default=str)) for m in await self.store.messages()) // 4
-        if size > limit:
-            try:
-                await self._compact()
-            except Exception:
-                logger.exception("compaction before the turn failed (session %s)", self.session_id)
-
-    # ================================================================================= assembling the turn
-
-    async def _system(self) -> str:
-        if self.session.context_blocks:
-            return await self.session.build_system(self.store.get_context)
-        return await maybe_await(self.get_system_prompt())
 
     async def _refuse_tool_collisions(self) -> None:
         """Host tools are never replaced: an extension tool named like one of get_tools() fails start()."""
@@ -627,47 +425,6 @@ class Agent:
             raise ToolNameCollision(f"Agent {type(self).__name__}: {collision_message(*clashes[0])}",
                                     extension=owners[clashes[0][0]][0])
 
-    def _extension_tools(self) -> dict[str, Tool]:
-        if self._manager is None:
-            return {}
-        out: dict[str, Tool] = {}
-        for ext_tool in self._manager.tools():
-            out[ext_tool.name] = Tool(
-                name=ext_tool.name,
-                description=ext_tool.description,
-                parameters=ext_tool.input_schema or {"type": "object", "properties": {}},
-                execute=None,
-                dynamic=True,
-                streaming=bool(getattr(ext_tool, "streaming", False)),
-            )
-        return out
-
-    async def _prepare(self, req: _TurnRequest, chain: HookChain) -> TurnPlan:
-        tools: dict[str, Tool] = {}
-        for name, value in (await maybe_await(self.get_tools()) or {}).items():
-            tools[name] = as_tool(name, value)
-        if self._manager is not None:  # an extension never replaces a host tool (host/extensions/_tool_names.py)
-            owners = {t.name: (t.extension, t.tool) for t in self._manager.tools()}
-            for event in withhold_shadowing(tools, self._extension_tools(), owners, chain.turn.request_id):
-                logger.error("session %s: %s: withheld from this turn", self.session_id, event.detail)
-                self._on_trace(event)
-        history = await self.store.messages()
-        ctx = TurnContext(
-            system=await self._system(),
-            messages=to_model_messages(history),
-            tools=dict(tools),
-            model=await maybe_await(self.get_model()),
-            continuation=req.continuation,
-            body=req.body,
-        )
-        cfg, ext_maps = await chain.before_turn(ctx, tools, req.continuation, req.body)
-        stall = self.session.chat_stream_stall_timeout_ms
-        host = HostSettings(model_options=self.model_options, api_base=self.api_base, api_key=self.api_key,
-                            max_steps=self.max_steps,
-                            stall_timeout_ms=stall if stall is not None else self.chat_stream_stall_timeout_ms)
-        plan, refused = plan_turn(ctx, cfg, tools, host, ext_maps)
-        chain.options_refused(refused)
-        return plan
 
     # ================================================================================= submissions, follow-ups
 
@@ -680,7 +437,7 @@ class Agent:
         async def run() -> ChatResponseResult:
             rid = new_id("req")
             await self.store.set_submission_status(sid, "running")
-            result = await self._run(self._request(rid, messages, False, body, None, "submit_messages"))
+            result = await self._runner.run(self._request(rid, messages, False, body, None, "submit_messages"))
             await self.store.set_submission_status(sid, result.status, result.error)
             return result
 
@@ -690,7 +447,7 @@ class Agent:
     def _queue_turn(self, message: dict[str, Any]) -> None:
         """Run a turn on `message` after the current one (an extension's sendMessage): in the background."""
         task = asyncio.get_running_loop().create_task(
-            self._run(self._request(new_id("req"), [message], False, None, None, "send_message")),
+            self._runner.run(self._request(new_id("req"), [message], False, None, None, "send_message")),
             context=contextvars.Context(),
         )
         self._background.add(task)

@@ -1,0 +1,292 @@
+"""One turn, from its request to its result: prepare, run the loop, persist, recover, respond.
+
+`TurnRunner.run` is the only way a turn runs, whatever the entry path (chat, save_messages, submissions,
+continue_last_turn, auto-continuation, an extension's sendMessage):
+
+    take the agent's lock (one turn at a time, FIFO) -> TurnRecord + HookChain ->
+    persist the incoming messages -> compact proactively (Session.compact_after_tokens) ->
+    prepare (tools, history, before_turn + extensions -> TurnPlan) -> TurnLoop ->
+    persist the assistant message (while the last observations go out) -> flush the extensions' acks ->
+    the result (trace, failed_open, provenance, denied) -> on_chat_response
+
+Failures are staged (`fail`): each names its stage (parse, persist, turn, stream, recovery, transcript), says
+whether the messages were persisted, keeps a partial assistant message, and goes through on_chat_error. A
+context overflow is classified and, within Session.overflow_max_attempts, compacted and retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import inspect
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ..extensions._tool_names import withhold_shadowing
+from ._chat_errors import TurnAborted, error_message
+from ._hook_chain import HookChain, TurnRecord
+from ._loop import TurnLoop, TurnPlan
+from ._plan import HostSettings, plan_turn
+from ._session import maybe_await
+from ._tools import Tool, as_tool
+from ._types import ChatErrorClassification, ChatErrorContext, ChatErrorStage, ChatResponseResult, TurnContext
+from ._ui_messages import finalize, new_id, normalize_incoming, to_model_messages
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+logger = logging.getLogger("hookwire.agent")
+
+#: The agent whose turn runs in this task (a hook or tool that starts a turn of the same agent would deadlock).
+active_turn: contextvars.ContextVar[Agent | None] = contextvars.ContextVar("hookwire_active_turn", default=None)
+
+_TRACE_FAILURES = ("error", "timeout", "failed_open")
+
+
+class TurnRequest(BaseModel):
+    """One turn to run: its id, the messages it brings, and how it was asked for."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    request_id: str
+    messages: list[dict[str, Any]] = []
+    continuation: bool = False
+    body: dict[str, Any] | None = None
+    abort: asyncio.Event
+    entry: str = "chat"
+
+
+class TurnRunner:
+    """Runs the turns of one Agent (its hooks, store, session and extension manager)."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.a = agent
+
+    async def run(self, req: TurnRequest) -> ChatResponseResult:
+        try:
+            async with self.a._lock:
+                token = active_turn.set(self.a)
+                turn = self.a._turn = TurnRecord(session_id=self.a.session_id, request_id=req.request_id)
+                try:
+                    try:
+                        result = await self.execute(req, HookChain(self.a, self.a._manager, turn))
+                    except Exception as exc:  # a bug or a store failure outside the staged paths
+                        result = await self.fail(exc, "turn", rid=req.request_id, persisted=True, assistant=None,
+                                                  continuation=req.continuation)
+                    if self.a._manager is not None:
+                        try:
+                            await self.a._manager.flush(turn.context)
+                        except Exception:
+                            logger.exception("flushing extension observations failed (session %s)", self.a.session_id)
+                    result.trace = list(turn.trace)
+                    result.failed_open = sorted({e.extension for e in result.trace if e.outcome in _TRACE_FAILURES})
+                    result.provenance = dict(turn.provenance)
+                    result.denied = list(turn.denied)
+                finally:
+                    self.a._turn = None
+                    active_turn.reset(token)
+        finally:
+            self.a._aborts.pop(req.request_id, None)
+        await self.respond(result)
+        return result
+
+    async def respond(self, result: ChatResponseResult) -> None:
+        try:
+            await maybe_await(self.a.on_chat_response(result))
+        except Exception:
+            logger.exception("on_chat_response raised (session %s, request %s)", self.a.session_id, result.request_id)
+
+    async def execute(self, req: TurnRequest, chain: HookChain) -> ChatResponseResult:
+        rid = req.request_id
+        try:
+            for message in req.messages:
+                await self.a.store.upsert(message)
+        except Exception as exc:
+            return await self.fail(exc, "persist", rid=rid, persisted=False, assistant=None,
+                                    continuation=req.continuation)
+        await self.maybe_compact_proactively()
+        attempts = 0
+        while True:
+            assistant = await self.start_assistant(req.continuation)
+            if req.abort.is_set():
+                return await self.aborted(req, assistant)
+            try:
+                plan = await self.prepare(req, chain)
+            except Exception as exc:
+                return await self.fail(exc, "turn", rid=rid, persisted=True, assistant=None,
+                                        continuation=req.continuation)
+            loop = TurnLoop(plan, chain, assistant, req.abort)
+            try:
+                await loop.run()
+                break
+            except TurnAborted:
+                return await self.aborted(req, assistant)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                classification = await self.classify(exc, rid)
+                if classification == "context_overflow":
+                    if attempts < self.a.session.overflow_max_attempts:
+                        attempts += 1
+                        try:
+                            changed = await self.compact()
+                        except Exception as cexc:
+                            return await self.fail(cexc, "recovery", rid=rid, persisted=True, assistant=assistant,
+                                                    continuation=req.continuation, classification="context_overflow")
+                        if changed:
+                            logger.info("context overflow: compacted, retrying (attempt %d, request %s)", attempts, rid)
+                            continue
+                    return await self.fail(exc, "stream", rid=rid, persisted=True, assistant=assistant,
+                                            continuation=req.continuation, classification="context_overflow")
+                return await self.fail(exc, "stream", rid=rid, persisted=True, assistant=assistant,
+                                        continuation=req.continuation)
+        if self.a._manager is not None:
+            self.a._manager.send_observations()  # extensions handle the last step while the message is persisted
+        try:
+            await self.a.store.upsert(finalize(assistant))
+        except Exception as exc:
+            return await self.fail(exc, "transcript", rid=rid, persisted=True, assistant=None,
+                                    continuation=req.continuation)
+        return ChatResponseResult(status="completed", message=assistant, request_id=rid, continuation=req.continuation)
+
+    async def start_assistant(self, continuation: bool) -> dict[str, Any]:
+        if continuation:
+            messages = await self.a.store.messages()
+            if messages and messages[-1].get("role") == "assistant":
+                return copy.deepcopy(messages[-1])
+        return {"id": new_id(), "role": "assistant", "parts": [], "content": "", "createdAt": time.time()}
+
+    async def persist_partial(self, assistant: dict[str, Any] | None) -> dict[str, Any] | None:
+        if assistant is None or not any(p.get("type") != "step-start" for p in assistant.get("parts", [])):
+            return None
+        try:
+            await self.a.store.upsert(finalize(assistant))
+        except Exception:
+            logger.exception("could not persist the partial assistant message (session %s)", self.a.session_id)
+            return None
+        return assistant
+
+    async def aborted(self, req: TurnRequest, assistant: dict[str, Any]) -> ChatResponseResult:
+        kept = await self.persist_partial(assistant)
+        return ChatResponseResult(status="aborted", message=kept, request_id=req.request_id,
+                                  continuation=req.continuation)
+
+    async def fail(
+        self,
+        error: BaseException,
+        stage: ChatErrorStage,
+        *,
+        rid: str,
+        persisted: bool,
+        assistant: dict[str, Any] | None,
+        continuation: bool,
+        classification: ChatErrorClassification | None = None,
+    ) -> ChatResponseResult:
+        kept = await self.persist_partial(assistant)
+        ctx = ChatErrorContext(request_id=rid, stage=stage, messages_persisted=persisted, classification=classification)
+        logger.warning("chat:request:failed session=%s request=%s stage=%s persisted=%s: %s",
+                       self.a.session_id, rid, stage, persisted, error_message(error))
+        try:
+            returned = self.a.on_chat_error(error, ctx)
+            returned = await maybe_await(returned)
+        except Exception:
+            logger.exception("on_chat_error raised (session %s, request %s)", self.a.session_id, rid)
+            returned = error
+        final = error if returned is None else returned
+        return ChatResponseResult(status="error", message=kept, request_id=rid, continuation=continuation,
+                                  error=error_message(final))
+
+    async def classify(self, error: BaseException, rid: str) -> ChatErrorClassification | None:
+        if not self.a.session.overflow_recovery:
+            return None
+        ctx = ChatErrorContext(request_id=rid, stage="stream", messages_persisted=True)
+        fn = inspect.getattr_static(type(self.a), "classify_chat_error")
+        try:
+            if inspect.isfunction(fn) and next(iter(inspect.signature(fn).parameters), "") != "self":
+                result = fn(error, ctx)  # e.g. classify_chat_error = default_context_overflow_classifier
+            else:
+                result = self.a.classify_chat_error(error, ctx)
+            return await maybe_await(result)
+        except Exception:
+            logger.exception("classify_chat_error raised (session %s)", self.a.session_id)
+            return None
+
+    async def compact(self) -> bool:
+        """Run the session's compaction; True when it changed the transcript."""
+        if self.a.session.compaction is None:
+            return False
+        before = await self.a.store.messages()
+        after = await maybe_await(self.a.session.compaction(copy.deepcopy(before)))
+        if after is None:
+            return False
+        after = [normalize_incoming(m) for m in after]
+        if after == before:
+            return False
+        await self.a.store.replace_all(after)
+        return True
+
+    async def maybe_compact_proactively(self) -> None:
+        limit = self.a.session.compact_after_tokens
+        if limit is None or self.a.session.compaction is None:
+            return
+        size = sum(len(json.dumps(m, default=str)) for m in await self.a.store.messages()) // 4
+        if size > limit:
+            try:
+                await self.compact()
+            except Exception:
+                logger.exception("compaction before the turn failed (session %s)", self.a.session_id)
+
+    # ================================================================================= assembling the turn
+
+    async def system(self) -> str:
+        if self.a.session.context_blocks:
+            return await self.a.session.build_system(self.a.store.get_context)
+        return await maybe_await(self.a.get_system_prompt())
+
+    def extension_tools(self) -> dict[str, Tool]:
+        if self.a._manager is None:
+            return {}
+        out: dict[str, Tool] = {}
+        for ext_tool in self.a._manager.tools():
+            out[ext_tool.name] = Tool(
+                name=ext_tool.name,
+                description=ext_tool.description,
+                parameters=ext_tool.input_schema or {"type": "object", "properties": {}},
+                execute=None,
+                dynamic=True,
+                streaming=bool(getattr(ext_tool, "streaming", False)),
+            )
+        return out
+
+    async def prepare(self, req: TurnRequest, chain: HookChain) -> TurnPlan:
+        tools: dict[str, Tool] = {}
+        for name, value in (await maybe_await(self.a.get_tools()) or {}).items():
+            tools[name] = as_tool(name, value)
+        if self.a._manager is not None:  # an extension never replaces a host tool (host/extensions/_tool_names.py)
+            owners = {t.name: (t.extension, t.tool) for t in self.a._manager.tools()}
+            for event in withhold_shadowing(tools, self.extension_tools(), owners, chain.turn.request_id):
+                logger.error("session %s: %s: withheld from this turn", self.a.session_id, event.detail)
+                self.a._on_trace(event)
+        history = await self.a.store.messages()
+        ctx = TurnContext(
+            system=await self.system(),
+            messages=to_model_messages(history),
+            tools=dict(tools),
+            model=await maybe_await(self.a.get_model()),
+            continuation=req.continuation,
+            body=req.body,
+        )
+        cfg, ext_maps = await chain.before_turn(ctx, tools, req.continuation, req.body)
+        stall = self.a.session.chat_stream_stall_timeout_ms
+        host = HostSettings(model_options=self.a.model_options, api_base=self.a.api_base, api_key=self.a.api_key,
+                            max_steps=self.a.max_steps,
+                            stall_timeout_ms=stall if stall is not None else self.a.chat_stream_stall_timeout_ms)
+        plan, refused = plan_turn(ctx, cfg, tools, host, ext_maps)
+        chain.options_refused(refused)
+        return plan
+

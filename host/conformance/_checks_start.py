@@ -97,8 +97,11 @@ async def check_lifeline(proc: WatchedProcess, manifest: Manifest, results: Resu
 async def check_cookie(proc: WatchedProcess, manifest: Manifest, results: Results) -> None:
     """1.6: started without HOOKWIRE_MAGIC_COOKIE it must not serve: no handshake, a non-zero exit."""
     limit_s = manifest.timeouts.start_ms / 1000
-    code = await proc.wait_exit(limit_s)
-    await proc.wait_handshake(0.5)
+    t0 = time.monotonic()
+    await proc.wait_handshake(limit_s)  # a line, EOF (it exited) or the time is up
+    code = None
+    if proc.handshake is None or not proc.handshake.startswith(HANDSHAKE_MAGIC + "|"):
+        code = await proc.wait_exit(max(limit_s - (time.monotonic() - t0), 1.0))
     if proc.handshake is not None and proc.handshake.startswith(HANDSHAKE_MAGIC + "|"):
         results.failed("1.6", "printed the handshake and served without HOOKWIRE_MAGIC_COOKIE")
     elif code is None:

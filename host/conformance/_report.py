@@ -69,8 +69,10 @@ class Results:
 
     def set(self, clause_id: str, status: Status, seen: str = "") -> None:
         """Record a clause's outcome. A FAIL is never overwritten by a later PASS or SKIP of the same clause."""
-        if clause_id in self._final and self._rows[clause_id].status == "FAIL" and status != "FAIL":
-            return
+        if clause_id in self._final and self._rows[clause_id].status == "FAIL":
+            if status != "FAIL":
+                return
+            seen = f"{self._rows[clause_id].seen}; {seen}"
         if len(seen) > MAX_SEEN:
             seen = seen[:MAX_SEEN] + "…"
         self._rows[clause_id] = ClauseResult(id=clause_id, title=TITLES[clause_id], status=status, seen=seen)

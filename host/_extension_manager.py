@@ -41,6 +41,7 @@ from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime, tl
 from ._frame_bytes import context_field, observation_item
 from ._health import HealthProbe
 from ._manifest import HOOK_NAMES, Manifest, load_manifest
+from ._observation_acks import unhandled_since
 from ._observer_ledger import ObserverLedger
 from ._reply_bounds import bounded_substitute, tool_reply_bounds
 from ._tool_names import ToolNameCollision, collision_message, extension_collisions, extension_owner
@@ -107,6 +108,7 @@ class ExtensionManager:
         self._ctx_record_key: tuple[str, str] | None = None
         self._ctx_record = context_field(context_to_proto(None))
         self._flush_marks: dict[str, tuple[int, int]] = {}  # extension -> (enqueued, dropped) at its last flush
+        self._unhandled_marks: dict[str, tuple[object, int]] = {}  # observations not handled, as of the last flush
         self._ledger = ObserverLedger()  # stalled observers detached per turn; observations lost per turn
         self._bridge: Any = None
         self._bridge_lock = asyncio.Lock()
@@ -940,6 +942,12 @@ class ExtensionManager:
             self._trace("observe", ext.name, "failed_open", latency_ms=ms, detail=why, context=context)
             return
         self._flush_marks[ext.name] = (sent, dropped)
+        unhandled, why = unhandled_since(self._unhandled_marks, ext.name, conn.acks)
+        if unhandled > 0:  # the extension said so (ObservationAck.handled), or Observe failed
+            detail = _bounded(f"{unhandled} of {sent - last_sent} observation(s) not handled: {why}")
+            self._trace("observe", ext.name, "failed_open", latency_ms=(time.perf_counter() - t0) * 1000,
+                        detail=detail, context=context)
+            return
         if sent > last_sent:
             detail = f"{sent - last_sent} observation(s) delivered in order"
             if dropped > last_dropped:

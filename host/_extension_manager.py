@@ -57,6 +57,8 @@ from ._snapshots import (
     TraceEvent,
     TurnPatch,
     TurnSnapshot,
+    as_context,
+    as_snapshot,
 )
 from ._turn_config_policy import MAP_FIELDS, TurnConfigDenial, merge_options, provider_of, screen_reply
 from ._wire_convert import (
@@ -687,12 +689,15 @@ class ExtensionManager:
             return None, "error", f"reply rejected: not a {hook} reply (field body)", (time.perf_counter() - t0) * 1000
         return reply, "ok", "", (time.perf_counter() - t0) * 1000
 
-    async def before_turn(self, snapshot: TurnSnapshot, context: CallContext | None = None, *,
+    async def before_turn(self, snapshot: TurnSnapshot | Mapping[str, Any],
+                          context: CallContext | Mapping[str, Any] | None = None, *,
                           deadline: float | None = None) -> MergedTurnPatch:
         """Run beforeTurn on each subscriber in load order and merge the patches (last wins).
 
-        `deadline` (event-loop time, optional): the turn's end; no extension waits past it.
+        `snapshot` and `context`: the models, or their camelCase dicts. `deadline` (event-loop time, optional): the
+        turn's end; no extension waits past it.
         """
+        snapshot, context = as_snapshot(TurnSnapshot, snapshot, "beforeTurn snapshot"), as_context(context)
         merged: dict[str, Any] = {}
         provenance: dict[str, str] = {}
         denied: list[TurnConfigDenial] = []
@@ -759,7 +764,8 @@ class ExtensionManager:
         self._trace(hook, ext.name, outcome, latency_ms=ms, detail=detail, context=context)
 
     async def before_tool_call(
-        self, snapshot: ToolCallSnapshot, context: CallContext | None = None, *, deadline: float | None = None
+        self, snapshot: ToolCallSnapshot | Mapping[str, Any], context: CallContext | Mapping[str, Any] | None = None,
+        *, deadline: float | None = None
     ) -> ExtensionDecision | None:
         """beforeToolCall: an observation for subscribers without `decisions`, awaited on the deciders.
 
@@ -767,6 +773,8 @@ class ExtensionManager:
         `deadline` (event-loop time, optional): the turn's end; no decider waits past it (a fail-closed one
         that could not answer in time blocks).
         """
+        snapshot = as_snapshot(ToolCallSnapshot, snapshot, "beforeToolCall snapshot")
+        context = as_context(context)
         subs = self._subs("beforeToolCall")
         if not subs:
             return None
@@ -834,16 +842,28 @@ class ExtensionManager:
 
     # -- observations --------------------------------------------------------------------------
 
-    def after_tool_call(self, snapshot: ToolResultSnapshot, context: CallContext | None = None) -> None:
+    # The observation hooks take the snapshot models or their camelCase dicts (and so does `context`).
+
+    def after_tool_call(self, snapshot: ToolResultSnapshot | Mapping[str, Any],
+                        context: CallContext | Mapping[str, Any] | None = None) -> None:
         if subs := self._subs("afterToolCall"):
-            self._broadcast(subs, pb.Observation(after_tool_call=tool_result_to_proto(snapshot)), context, False)
+            snapshot = as_snapshot(ToolResultSnapshot, snapshot, "afterToolCall snapshot")
+            self._broadcast(subs, pb.Observation(after_tool_call=tool_result_to_proto(snapshot)), as_context(context),
+                            False)
 
-    def on_step_finish(self, snapshot: StepSnapshot, context: CallContext | None = None) -> None:
+    def on_step_finish(self, snapshot: StepSnapshot | Mapping[str, Any],
+                       context: CallContext | Mapping[str, Any] | None = None) -> None:
         if subs := self._subs("onStepFinish"):
-            self._broadcast(subs, pb.Observation(step_finish=step_to_proto(snapshot)), context, False)
+            snapshot = as_snapshot(StepSnapshot, snapshot, "onStepFinish snapshot")
+            self._broadcast(subs, pb.Observation(step_finish=step_to_proto(snapshot)), as_context(context), False)
 
-    def on_chunk(self, snapshot: ChunkSnapshot, context: CallContext | None = None) -> None:
+    def on_chunk(self, snapshot: ChunkSnapshot | Mapping[str, Any],
+                 context: CallContext | Mapping[str, Any] | None = None) -> None:
         if subs := self._subs("onChunk"):
+            if not isinstance(snapshot, ChunkSnapshot):  # the per-chunk path: no call when it is the model
+                snapshot = as_snapshot(ChunkSnapshot, snapshot, "onChunk snapshot")
+            if context is not None and not isinstance(context, CallContext):
+                context = as_context(context)
             self._broadcast(subs, chunk_to_observation(snapshot), context, True)
 
     def _broadcast(self, subs: list[ExtensionRuntime], obs: pb.Observation, context: CallContext | None,

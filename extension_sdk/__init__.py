@@ -25,6 +25,7 @@ __version__ = "0.1.0"
 from ._call_context import CallInfo, current_call
 from ._convert import HOOK_NAMES
 from ._extension import Extension, HookDef, ToolDef
+from ._grants import Grants
 from ._host_client import Host, HostError, SyncHost
 from ._serve import MAGIC_COOKIE
 
@@ -33,6 +34,7 @@ __all__ = [
     "MAGIC_COOKIE",
     "CallInfo",
     "Extension",
+    "Grants",
     "HookDef",
     "Host",
     "HostError",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
 from ._convert import HOOK_NAMES
+from ._grants import Grants
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,6 +76,8 @@ class Extension:
         self.description = description
         self.tools: dict[str, ToolDef] = {}
         self.hooks: dict[str, HookDef] = {}
+        # What the host says the manifest grants (DescribeRequest.granted); None until the host has described it.
+        self.granted: Grants | None = None
 
     def tool(
         self,

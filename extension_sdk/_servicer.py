@@ -31,6 +31,7 @@ from ._convert import (
     turn_snapshot,
 )
 from ._call_context import set_current_call
+from ._grants import Grants
 from ._extension import Extension, HookDef, ToolDef
 from ._host_client import Host, HostConnection
 from .proto import PROTOCOL_VERSION, TOKEN_METADATA_KEY, extension_pb2 as pb, extension_pb2_grpc as pb_grpc
@@ -197,6 +198,8 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
 
     async def Describe(self, request: pb.DescribeRequest, context: grpc.aio.ServicerContext) -> pb.DescribeResponse:
         ext = self._ext
+        if request.HasField("granted"):
+            ext.granted = Grants.from_proto(request.granted)
         return pb.DescribeResponse(
             name=ext.name,
             version=ext.version,

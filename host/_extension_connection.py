@@ -254,10 +254,12 @@ class ExtensionConnection:
 
     # -- set-up --------------------------------------------------------------------------------
 
-    async def open(self, timeout_s: float) -> pb.DescribeResponse:
-        """Describe (protocol check by the caller) and, with the "connect" feature, open the stream."""
+    async def open(self, timeout_s: float, granted: pb.Grants | None = None) -> pb.DescribeResponse:
+        """Describe (protocol check by the caller; `granted`: the manifest's grants, sent along) and, with the
+        "connect" feature, open the stream."""
         desc: pb.DescribeResponse = await self._stub.Describe(
-            pb.DescribeRequest(protocol_version=PROTOCOL_VERSION), metadata=self._md, timeout=timeout_s
+            pb.DescribeRequest(protocol_version=PROTOCOL_VERSION, granted=granted), metadata=self._md,
+            timeout=timeout_s,
         )
         self.describe = desc
         self.streaming = "connect" in desc.features

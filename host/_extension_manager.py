@@ -39,6 +39,7 @@ from ._fs_cleanup import remove_tree_logged
 from ._zygote import Zygote, zygote_enabled
 from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime, tls_credentials
 from ._frame_bytes import context_field, observation_item
+from ._grants import grants_to_proto
 from ._health import HealthProbe
 from ._manifest import HOOK_NAMES, Manifest, load_manifest
 from ._observation_acks import unhandled_since
@@ -347,7 +348,7 @@ class ExtensionManager:
         try:
             remaining = max(deadline - loop.time(), 0.5)
             try:
-                desc = await conn.open(remaining)
+                desc = await conn.open(remaining, grants_to_proto(m))
             except grpc.aio.AioRpcError as exc:
                 raise ExtensionStartError(
                     f"{where}: Describe failed: {exc.code().name}: {exc.details()}",

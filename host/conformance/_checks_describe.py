@@ -8,6 +8,7 @@ import grpc
 from extension_sdk.proto import PROTOCOL_VERSION, extension_pb2 as pb
 from jsonschema import exceptions as schema_errors, validators
 
+from .._grants import grants_to_proto
 from .._manifest import HOOK_NAMES
 from ._kit import Kit
 
@@ -18,8 +19,9 @@ async def check_describe(kit: Kit) -> bool:
     """Call Describe (with the grants the host would send) and judge it; False when it did not answer."""
     timeout = min(kit.manifest.timeouts.start_ms / 1000, 15.0)
     try:
-        desc = await kit.stub.Describe(pb.DescribeRequest(protocol_version=PROTOCOL_VERSION), metadata=kit.metadata,
-                                       timeout=timeout)
+        desc = await kit.stub.Describe(pb.DescribeRequest(protocol_version=PROTOCOL_VERSION,
+                                                          granted=grants_to_proto(kit.manifest)),
+                                       metadata=kit.metadata, timeout=timeout)
     except grpc.aio.AioRpcError as exc:
         kit.results.failed("3.1", f"Describe failed: {exc.code().name}: {exc.details()}")
         return False

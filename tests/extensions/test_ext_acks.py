@@ -64,3 +64,17 @@ async def test_a_turn_whose_observer_did_not_handle_its_observations_lists_it_as
     assert result.failed_open == [f"acks-{mode}"]
     event = next(e for e in result.trace if e.hook == "observe")
     assert event.outcome == "failed_open" and "not handled" in event.detail
+
+
+@pytest.mark.parametrize("decisions", [False, True])
+async def test_before_tool_call_is_an_observation_item_unless_the_manifest_opts_in_to_decisions(
+    manager: ExtensionManager, tmp_path: Path, decisions: bool
+) -> None:
+    from host._snapshots import ToolCallSnapshot
+
+    await manager.load(write_manifest(tmp_path, "acks-btc", "acks_ext.py", "--mode", "btc",
+                                      hooks={"beforeToolCall": {"decisions": decisions}}))
+    await manager.before_tool_call(ToolCallSnapshot(tool_name="lookup", tool_call_id="c1"))
+    await manager.flush()
+    want = [["BeforeToolCall", True]] if decisions else [["Observe", "before_tool_call"]]
+    assert await manager.execute_tool("acks_btc_seen", {}) == want

@@ -102,7 +102,7 @@ def stream_problems(session: ConnectSession, expected: dict[int, str]) -> list[s
     problems = []
     for r in session.received:
         if r.frame is None:
-            problems.append(f"undecodable frame: {r.error}")
+            problems.append(r.error)
         elif r.id == 0:
             problems.append(f"a frame with id 0 ({r.kind}): id-0 frames want no answer")
     for fid, kind in expected.items():
@@ -111,7 +111,7 @@ def stream_problems(session: ConnectSession, expected: dict[int, str]) -> list[s
             problems.append(f"frame {fid} ({kind}) not answered")
         elif len(got) > 1:
             problems.append(f"frame {fid} answered {len(got)} times")
-        elif got[0].kind != kind:
+        elif got[0].frame is not None and got[0].kind != kind:
             problems.append(f"frame {fid} ({kind}) answered with a {got[0].kind or 'empty'} frame")
     if session.ended:
         problems.append(f"the stream ended: {session.ended}")

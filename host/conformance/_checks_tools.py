@@ -131,7 +131,8 @@ async def check_stream_tools(kit: Kit, session: ConnectSession, ids: Any, inputs
         await session.wait_for(lambda: session.tool_done(fid) and session.answered(probe), kit.tool_timeout_s)
         await asyncio.sleep(0.05)
         frames = session.frames_for(fid)
-        problems = [f"a {r.kind or 'empty'} frame answering execute_tool" for r in frames if r.kind != "tool_event"]
+        problems = [r.error or f"a {r.kind or 'empty'} frame answering execute_tool" for r in frames
+                    if r.kind != "tool_event"]
         events = [r.frame.tool_event for r in frames if r.frame is not None and r.kind == "tool_event"]
         more, how = events_problems(events)
         problems += more

@@ -80,7 +80,7 @@ async def run_conformance(
             if target is None:
                 for cid in ("1.3", "1.5", "2.1", "2.2", "2.3", "3.1", "3.2", "3.3", "4.1", "4.2", "4.3", "4.4",
                             "4.5", "5.1", "5.2", "5.3", "5.4", "5.5"):
-                    results.skipped(cid, "no handshake (see 1.1)")
+                    results.skipped(cid, "no valid handshake (see 1.1)")
             else:
                 report.target = target
                 await _against(m, results, target, main.token, inputs, remote=False, proc=main)

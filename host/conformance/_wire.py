@@ -14,6 +14,8 @@ import grpc
 from extension_sdk.proto import extension_pb2 as pb
 from google.protobuf.message import DecodeError
 
+from .._extension_connection import salvage_frame_header
+
 SESSION_ID = "hookwire-kit-session"
 REQUEST_ID = "hookwire-kit-request"
 OBSERVATION_HOOKS = ("beforeToolCall", "afterToolCall", "onStepFinish", "onChunk")
@@ -132,8 +134,10 @@ class ConnectSession:
                 now = time.monotonic()
                 try:
                     frame = pb.ExtensionFrame.FromString(raw)
-                except DecodeError as exc:
-                    self.received.append(Received(now, -1, None, None, f"not a valid ExtensionFrame ({exc})"))
+                except DecodeError as exc:  # its id, if the top level can be read, says what it answered
+                    fid, _body = salvage_frame_header(raw)
+                    self.received.append(Received(now, fid, None, None, f"frame {fid}: not a valid ExtensionFrame "
+                                                                        f"({exc})"))
                 else:
                     self.received.append(Received(now, frame.id, frame.WhichOneof("body"), frame))
                 self._changed.set()
@@ -147,8 +151,16 @@ class ConnectSession:
             self._changed.set()
 
     async def send(self, frame: pb.HostFrame) -> None:
+        """Write a frame; a stream that already ended is recorded in `ended`, never raised."""
         self.sent_at[frame.id] = time.monotonic()
-        await self.call.write(frame)
+        if self.ended is not None:
+            return
+        try:
+            await self.call.write(frame)
+        except Exception as exc:  # noqa: BLE001 - the stream ended (the reader records how, when it can)
+            await asyncio.sleep(0.05)
+            if self.ended is None:
+                self.ended = f"writing a frame failed: {type(exc).__name__}: {exc}"
 
     async def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
         """Wait until `predicate()` holds (checked after each frame) or the stream ends or time runs out."""

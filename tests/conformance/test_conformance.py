@@ -17,10 +17,12 @@ from host.conformance import CLAUSE_IDS, ConformanceReport, run_conformance
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_extensions"
-BROKEN = Path(__file__).resolve().parent / "fixtures" / "broken.yaml"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+BROKEN = FIXTURES / "broken.yaml"
 HOOKWIRE = str(Path(sys.executable).parent / "hookwire")
 PYTHON_SAMPLES = ("audit_log", "guard", "router", "token_meter", "tools")
 BROKEN_CLAUSES = ["1.3", "1.4", "1.6", "2.1", "2.2", "3.3", "4.2", "4.4", "5.2", "5.4"]
+BROKEN_MORE_CLAUSES = ["1.5", "2.3", "3.1", "3.2", "4.1", "4.3", "4.5", "5.1", "5.2", "5.3", "5.5"]
 
 
 def _run(manifest: Path, **kwargs: object) -> ConformanceReport:
@@ -59,6 +61,43 @@ def test_broken_fixture_fails_exactly_the_clauses_it_breaks() -> None:
     assert rows["4.2"].seen == "handled 0 for a batch of 2 item(s)"
     assert "ended with NOT_FOUND" in rows["5.2"].seen
     assert rows["5.4"].seen.startswith("slow (")
+
+
+def test_second_broken_fixture_fails_exactly_the_clauses_it_breaks() -> None:
+    report = _run(FIXTURES / "broken_more.yaml")
+    assert report.failed_ids() == BROKEN_MORE_CLAUSES, _fails(report)
+    rows = {r.id: r for r in report.results}
+    assert rows["1.5"].seen.startswith("still running") and rows["2.3"].seen == "answered NOT_SERVING while serving"
+    assert "frame 1: not a valid ExtensionFrame" in rows["4.3"].seen  # a malformed frame is reported, with its id
+    assert "a frame with id 0 (observations)" in rows["4.3"].seen
+    assert rows["4.5"].seen == "the next ack says handled 0; the prelude held 1 observation(s)"
+    assert rows["5.5"].seen == "a frame with id 0 came back (cancel frames want no answer)"
+
+
+def test_a_wrong_protocol_version_in_the_handshake_fails_it_and_stops_there() -> None:
+    report = _run(FIXTURES / "broken_handshake.yaml")
+    assert report.failed_ids() == ["1.1"], _fails(report)
+    assert next(r.seen for r in report.results if r.id == "1.1") == "protocol version '2'; this host speaks '1'"
+    assert report.status_of("3.1") == "SKIP"
+
+
+def test_an_extension_already_serving_is_tested_at_its_endpoint(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    sock = tmp_path / "ext.sock"
+    env = {k: v for k, v in os.environ.items() if k != "HOOKWIRE_MAGIC_COOKIE"} | {"HOOKWIRE_TOKEN": "kit-secret"}
+    proc = subprocess.Popen([sys.executable, "-m", "sample_extensions.router", "--socket", str(sock)], cwd=ROOT,
+                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith(b"hookwire|1|")
+        monkeypatch.setenv("HOOKWIRE_TOKEN", "kit-secret")
+        report = _run(SAMPLES / "router" / "manifest.yaml", endpoint=f"unix:{sock}")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert report.failed_ids() == [], _fails(report)
+    assert report.target == f"unix:{sock}"
+    assert {r.status for r in report.results if r.id.startswith("1.")} == {"SKIP"}
+    assert report.status_of("2.1") == "PASS" and report.status_of("4.1") == "PASS"
 
 
 def test_a_running_tool_call_that_does_not_hold_up_the_stream_is_shown() -> None:

@@ -85,7 +85,14 @@ def __getattr__(name: str) -> object:
         from . import _scripted_model
 
         return getattr(_scripted_model, name)
+    if name in _CONFORMANCE:  # the conformance kit (`hookwire ext test`): jsonschema is imported only for it
+        from . import conformance
+
+        return getattr(conformance, name)
     raise AttributeError(f"module 'host' has no attribute {name!r}")
 
 
-__all__ = [name for name in dir() if not name.startswith("_")] + ["SCRIPTED_MODEL", "register_scripted_model"]
+_CONFORMANCE = ("ClauseResult", "ConformanceReport", "run_conformance")
+
+__all__ = [name for name in dir() if not name.startswith("_")] + ["SCRIPTED_MODEL", "register_scripted_model",
+                                                                   *_CONFORMANCE]

@@ -18,7 +18,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from extension_sdk import MAGIC_COOKIE
 
@@ -56,8 +56,10 @@ class WatchedProcess:
 
     @classmethod
     async def start(cls, manifest: Manifest, workdir: Path, *, sandbox: SandboxMode = "off", cookie: bool = True,
-                    label: str = "main") -> WatchedProcess:
-        """Spawn the manifest's command with a fresh token and socket under `workdir` (a private 0700 directory)."""
+                    label: str = "main", bridge: Any = None) -> WatchedProcess:
+        """Spawn the manifest's command with a fresh token and socket under `workdir` (a private 0700 directory).
+
+        `bridge`: a HostBridgeServer to register the token on and name in HOOKWIRE_HOST_ADDRESS."""
         assert manifest.command is not None
         run_dir = workdir / label
         run_dir.mkdir(mode=0o700)
@@ -71,6 +73,9 @@ class WatchedProcess:
                    HOOKWIRE_SCRATCH_DIR=str(scratch), TMPDIR=str(scratch))
         if cookie:
             env["HOOKWIRE_MAGIC_COOKIE"] = MAGIC_COOKIE
+        if bridge is not None:
+            bridge.register_extension(token, manifest)
+            env["HOOKWIRE_HOST_ADDRESS"] = bridge.target
         command = [sys.executable if c in ("python", "python3") and i == 0 else c
                    for i, c in enumerate(manifest.command)]
         argv = command
@@ -80,7 +85,8 @@ class WatchedProcess:
             try:
                 plan = _sandbox.plan_launch(manifest, command=command, env=env, scratch_dir=scratch,
                                             runtime_dir=run_dir, mode=sandbox, socket_dir=run_dir,
-                                            cwd=manifest.working_dir())
+                                            cwd=manifest.working_dir(),
+                                            sockets=[bridge.socket_path] if bridge is not None else [])
             except _sandbox.SandboxUnavailable as exc:
                 raise KitStartError(f"extension {manifest.name!r}: {exc}") from None
             argv, env = list(plan.argv), dict(plan.env)

@@ -15,6 +15,7 @@ from typing import Any
 import grpc
 
 from .._manifest import Manifest, load_manifest
+from ._bridge_session import start_bridge
 from ._checks_auth import check_health, check_tokens, shutdown_denied
 from ._checks_describe import check_describe
 from ._checks_hooks import _Ids, check_connect, check_prelude, check_unary
@@ -60,13 +61,15 @@ async def run_conformance(
     workdir = Path(tempfile.mkdtemp(prefix="hwkit-", dir="/tmp" if len(tempfile.gettempdir()) > 40 else None))
     os.chmod(workdir, 0o700)
     procs: list[WatchedProcess] = []
+    bridge = await start_bridge(workdir) if m.permissions.grants_bridge() else None
     try:
         try:
-            main = await WatchedProcess.start(m, workdir, sandbox=sandbox, label="main")
+            main = await WatchedProcess.start(m, workdir, sandbox=sandbox, label="main", bridge=bridge)
             procs.append(main)
-            life = await WatchedProcess.start(m, workdir, sandbox=sandbox, label="lifeline")
+            life = await WatchedProcess.start(m, workdir, sandbox=sandbox, label="lifeline", bridge=bridge)
             procs.append(life)
-            nocookie = await WatchedProcess.start(m, workdir, sandbox=sandbox, cookie=False, label="cookie")
+            nocookie = await WatchedProcess.start(m, workdir, sandbox=sandbox, cookie=False, label="cookie",
+                                                  bridge=bridge)
             procs.append(nocookie)
         except KitStartError as exc:
             results.failed("1.1", str(exc))
@@ -89,6 +92,8 @@ async def run_conformance(
     finally:
         for proc in procs:
             await proc.kill()
+        if bridge is not None:
+            await bridge.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     report.results = results.rows()
     return report

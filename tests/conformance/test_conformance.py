@@ -42,6 +42,11 @@ def test_python_sample_passes_every_clause(sample: str) -> None:
         assert report.status_of(always) == "PASS", always
 
 
+def test_an_extension_granted_the_host_bridge_gets_a_working_one_during_the_test() -> None:
+    report = _run(SAMPLES / "audit_log" / "manifest.yaml")  # its observers append to the workspace via the bridge
+    assert next(r.seen for r in report.results if r.id == "4.2") == "handled 2 of 2"  # no handler errors
+
+
 def test_node_sample_passes_every_clause() -> None:
     if shutil.which("node") is None or not (SAMPLES / "node_echo" / "node_modules" / "@grpc" / "grpc-js").is_dir():
         pytest.skip("node or sample_extensions/node_echo/node_modules missing (make node-deps)")

@@ -88,7 +88,9 @@ async def check_unary(kit: Kit) -> None:
         kit.results.passed("4.2", f"handled {ack.handled} of {len(items)}" + (f"; errors: {errors}" if errors else ""))
 
 
-class _Ids:
+class FrameIds:
+    """The ids of the frames the kit sends on one stream: 1, 2, 3, ..."""
+
     def __init__(self) -> None:
         self.n = 0
 
@@ -118,7 +120,7 @@ def stream_problems(session: ConnectSession, expected: dict[int, str]) -> list[s
     return problems
 
 
-async def check_connect(kit: Kit, session: ConnectSession, ids: _Ids) -> dict[int, str]:
+async def check_connect(kit: Kit, session: ConnectSession, ids: FrameIds) -> dict[int, str]:
     """4.3 and 4.4 on an open Connect stream; returns the id frames sent (id -> answer kind) for later checks."""
     items = observation_items(kit.hooks, kit.decisions)
     frames: list[pb.HostFrame] = []
@@ -175,7 +177,7 @@ async def check_connect(kit: Kit, session: ConnectSession, ids: _Ids) -> dict[in
     return expected
 
 
-async def check_prelude(kit: Kit, session: ConnectSession, ids: _Ids, tool_input: tuple[str, str] | None) -> None:
+async def check_prelude(kit: Kit, session: ConnectSession, ids: FrameIds, tool_input: tuple[str, str] | None) -> None:
     """4.5: a frame carrying a prelude is answered, and the next ack counts the prelude's observations."""
     if "prelude" not in kit.features:
         kit.results.skipped("4.5", "no 'prelude' feature: the host sends held observations in a frame of their own")

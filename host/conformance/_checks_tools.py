@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import grpc
 from extension_sdk.proto import extension_pb2 as pb
 
+from ._checks_hooks import FrameIds
 from ._kit import Kit
 from ._wire import ConnectSession, call_context, decode_json, sample_instance
 
@@ -111,7 +111,7 @@ async def check_execute_tool(kit: Kit, inputs: dict[str, str]) -> None:
         kit.results.passed("5.2", f"error event {err.name}: {err.message}"[:200])
 
 
-async def check_stream_tools(kit: Kit, session: ConnectSession, ids: Any, inputs: dict[str, str]) -> None:
+async def check_stream_tools(kit: Kit, session: ConnectSession, ids: FrameIds, inputs: dict[str, str]) -> None:
     """5.3 (events per call), 5.4 (a running call does not hold up the next frame), 5.5 (cancel)."""
     if "connect-tools" not in kit.features:
         for cid in ("5.3", "5.4", "5.5"):
@@ -166,7 +166,7 @@ async def check_stream_tools(kit: Kit, session: ConnectSession, ids: Any, inputs
     await _check_cancel(kit, session, ids, inputs, timing)
 
 
-async def _check_cancel(kit: Kit, session: ConnectSession, ids: Any, inputs: dict[str, str],
+async def _check_cancel(kit: Kit, session: ConnectSession, ids: FrameIds, inputs: dict[str, str],
                         timing: dict[str, float]) -> None:
     name = max(inputs, key=lambda n: timing.get(n, 0.0))
     fid, probe = ids.next(), ids.next()

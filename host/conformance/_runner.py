@@ -18,7 +18,7 @@ from .._manifest import Manifest, load_manifest
 from ._bridge_session import start_bridge
 from ._checks_auth import check_health, check_tokens, shutdown_denied
 from ._checks_describe import check_describe
-from ._checks_hooks import _Ids, check_connect, check_prelude, check_unary
+from ._checks_hooks import FrameIds, check_connect, check_prelude, check_unary
 from ._checks_start import check_cookie, check_handshake, check_lifeline, check_shutdown, check_stdout
 from ._checks_tools import check_execute_tool, check_stream_tools, tool_inputs
 from ._kit import Kit
@@ -134,7 +134,7 @@ async def _stream_checks(kit: Kit, inputs: dict[str, str]) -> None:
             kit.results.skipped(cid, "no 'connect' feature: the host uses the unary RPCs")
         return
     session = ConnectSession.open(kit.channel, kit.metadata)
-    ids = _Ids()
+    ids = FrameIds()
     try:
         await check_connect(kit, session, ids)
         first_tool = next(iter(inputs.items()), None)

@@ -556,7 +556,8 @@ class ExtensionConnection:
                     except grpc.aio.AioRpcError as exc:
                         log.warning("extension %r: Observe failed: %s", self.name, exc.details() or exc.code())
                         if exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:  # a stall is reported as such
-                            self.acks.short(len(items), f"Observe failed: {exc.code().name}: {exc.details()}")
+                            self.acks.short(len(items), f"Observe failed: {exc.code().name}: {exc.details()}",
+                                            logged=True)
                         if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and self._on_stalled is not None:
                             self._on_stalled(self._observe_timeout_s)
                     self._advance(covers)

@@ -52,10 +52,12 @@ class AckAccount:
             self.short(sent - handled, f"Observe acknowledged {handled} of {sent} observation(s) "
                                        "(ObservationAck.handled)")
 
-    def short(self, count: int, why: str) -> None:
+    def short(self, count: int, why: str, *, logged: bool = False) -> None:
+        """`count` observations were not handled (`logged`: the caller already logged why)."""
         self.unhandled += count
         self.why = why
-        log.warning("extension %r: %d observation(s) not handled: %s", self.name, count, why)
+        if not logged:
+            log.warning("extension %r: %d observation(s) not handled: %s", self.name, count, why)
 
 
 def unhandled_since(marks: dict[str, tuple[object, int]], name: str, acks: AckAccount) -> tuple[int, str]:

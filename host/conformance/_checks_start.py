@@ -36,13 +36,14 @@ async def check_handshake(proc: WatchedProcess, manifest: Manifest, results: Res
     line, ms = proc.handshake, proc.handshake_ms or 0.0
     parts = line.split("|")
     target = f"unix:{proc.socket_path}"
+    if len(parts) != 3 or parts[0] != HANDSHAKE_MAGIC:
+        results.failed("1.1", f"printed {line[:120]!r} instead of the handshake {EXPECTED} (logs belong on stderr)")
+        results.skipped("1.2", "no handshake (see 1.1)")
+        return None
     if ms <= start_ms:
         results.passed("1.2", f"handshake after {ms:.0f} ms (startMs {start_ms})")
     else:
         results.failed("1.2", f"handshake after {ms:.0f} ms, over startMs {start_ms}")
-    if len(parts) != 3 or parts[0] != HANDSHAKE_MAGIC:
-        results.failed("1.1", f"printed {line[:120]!r} instead of the handshake {EXPECTED} (logs belong on stderr)")
-        return None
     if parts[1] != PROTOCOL_VERSION:  # the host refuses to talk to it: so does the kit
         results.failed("1.1", f"protocol version {parts[1]!r}; this host speaks {PROTOCOL_VERSION!r}")
         return None
@@ -83,8 +84,12 @@ async def check_shutdown(kit: Kit, proc: WatchedProcess, grace_ms: int, accepted
 
 async def check_lifeline(proc: WatchedProcess, manifest: Manifest, results: Results) -> None:
     """1.4: a second process; after its handshake the kit closes its stdin and waits timeouts.shutdownMs."""
-    if not await proc.wait_handshake(manifest.timeouts.start_ms / 1000) or proc.handshake is None:
+    await proc.wait_handshake(manifest.timeouts.start_ms / 1000)
+    if proc.handshake is None or not proc.handshake.startswith(HANDSHAKE_MAGIC + "|"):
         results.skipped("1.4", "the second process (for the lifeline) did not hand-shake")
+        return
+    if proc.returncode is not None:
+        results.skipped("1.4", f"the second process exited (code {proc.returncode}) before its stdin was closed")
         return
     limit_ms = max(manifest.timeouts.shutdown_ms, 500)
     t0 = time.monotonic()

@@ -129,3 +129,13 @@ def test_ext_test_command_exits_0_and_prints_a_row_per_clause_for_a_sample() -> 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "  2.1  PASS  token: a call without x-hookwire-token is UNAUTHENTICATED" in proc.stdout
     assert proc.stdout.rstrip().endswith("0 failed, 7 skipped")
+
+
+def test_a_line_that_is_not_a_handshake_fails_1_1_and_names_what_was_printed(tmp_path: Path) -> None:
+    manifest = tmp_path / "chatty.yaml"
+    manifest.write_text('name: chatty\ncommand: [python, -c, "print(\'hello world\')"]\ntimeouts: {startMs: 5000}\n')
+    report = _run(manifest)
+    rows = {r.id: r for r in report.results}
+    assert rows["1.1"].status == "FAIL" and rows["1.1"].seen.startswith("printed 'hello world' instead of the handshake")
+    assert (rows["1.2"].status, rows["1.4"].status, rows["3.1"].status) == ("SKIP", "SKIP", "SKIP")
+    assert report.failed_ids() == ["1.1", "1.6"]  # and without the cookie it exits 0

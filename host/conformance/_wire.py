@@ -193,8 +193,7 @@ class ConnectSession:
         self.call.cancel()
         if self._reader is not None:
             self._reader.cancel()
-            with_suppress = asyncio.gather(self._reader, return_exceptions=True)
-            await with_suppress
+            await asyncio.gather(self._reader, return_exceptions=True)
 
 
 def decode_json(text: str) -> str | None:

@@ -88,7 +88,9 @@ class WatchedProcess:
                                             cwd=manifest.working_dir(),
                                             sockets=[bridge.socket_path] if bridge is not None else [])
             except _sandbox.SandboxUnavailable as exc:
-                raise KitStartError(f"extension {manifest.name!r}: {exc}") from None
+                hint = (" (the kit runs no egress proxy for a `permissions.network` host list: test it with "
+                        "--sandbox off)" if manifest.permissions.network else "")
+                raise KitStartError(f"{exc}{hint}") from None
             argv, env = list(plan.argv), dict(plan.env)
         t0 = time.monotonic()
         try:

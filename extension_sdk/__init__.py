@@ -25,6 +25,7 @@ __version__ = "0.1.0"
 from ._bridge_client import Host, HostError, SyncHost
 from ._call_context import CallInfo, current_call
 from ._extension import Extension, HookDef, ToolDef
+from ._grants import Grants
 from .proto import HOOK_NAMES, MAGIC_COOKIE
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "MAGIC_COOKIE",
     "CallInfo",
     "Extension",
+    "Grants",
     "HookDef",
     "Host",
     "HostError",

@@ -6,6 +6,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
+from ._grants import Grants
 from .proto import HOOK_NAMES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,6 +76,8 @@ class Extension:
         self.description = description
         self.tools: dict[str, ToolDef] = {}
         self.hooks: dict[str, HookDef] = {}
+        # What the host says the manifest grants (DescribeRequest.granted); None until the host has described it.
+        self.granted: Grants | None = None
 
     def tool(
         self,

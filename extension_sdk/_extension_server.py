@@ -33,6 +33,7 @@ from ._convert import (
     turn_snapshot,
 )
 from ._extension import Extension, HookDef, ToolDef
+from ._grants import Grants
 from .proto import PROTOCOL_VERSION, TOKEN_METADATA_KEY
 from .proto import extension_pb2 as pb
 from .proto import extension_pb2_grpc as pb_grpc
@@ -199,6 +200,8 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
 
     async def Describe(self, request: pb.DescribeRequest, context: grpc.aio.ServicerContext) -> pb.DescribeResponse:
         ext = self._ext
+        if request.HasField("granted"):
+            ext.granted = Grants.from_proto(request.granted)
         return pb.DescribeResponse(
             name=ext.name,
             version=ext.version,
@@ -251,17 +254,21 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
     async def _read_frames(self, frames: AsyncIterator[pb.HostFrame], out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
         tools: dict[int, asyncio.Task[None]] = {}
         unreported: list[pb.HookError] = []  # handler errors of observation frames nobody asked an answer for
+        unacked = 0  # observations handled since the last ack sent: the next ack's `handled` counts them too
         try:
             async for frame in frames:
                 if frame.HasField("prelude"):  # observations that rode along: handled first, answered by no one
                     ack = await self._observe(frame.prelude)
+                    unacked += ack.handled
                     if ack.errors and len(unreported) < _MAX_UNREPORTED_ERRORS:
                         unreported.extend(ack.errors[: _MAX_UNREPORTED_ERRORS - len(unreported)])
                 body = frame.WhichOneof("body")
                 fid = frame.id
                 if body == "observations":
                     ack = await self._observe(frame.observations)
+                    unacked += ack.handled
                     if fid:
+                        ack.handled, unacked = unacked, 0
                         if unreported:
                             ack.errors.extend(unreported)
                             unreported.clear()

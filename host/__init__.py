@@ -93,6 +93,8 @@ from .turn._types import (
     Usage,
 )
 
+_CONFORMANCE = ("ClauseResult", "ConformanceReport", "run_conformance")
+
 
 def __getattr__(name: str) -> object:
     # The scripted model subclasses litellm's CustomLLM, and litellm takes ~2 s to import: load it on first use.
@@ -100,6 +102,10 @@ def __getattr__(name: str) -> object:
         from .turn import _scripted_model
 
         return getattr(_scripted_model, name)
+    if name in _CONFORMANCE:  # the conformance kit (`hookwire ext test`): jsonschema is imported only for it
+        from . import conformance
+
+        return getattr(conformance, name)
     raise AttributeError(f"module 'host' has no attribute {name!r}")
 
 
@@ -118,6 +124,8 @@ __all__ = [
     "Chunk",
     "ChunkContext",
     "ChunkSnapshot",
+    "ClauseResult",
+    "ConformanceReport",
     "ContextBlock",
     "EgressEntryError",
     "EgressEvent",
@@ -178,6 +186,7 @@ __all__ = [
     "parse_manifest",
     "plan_launch",
     "register_scripted_model",
+    "run_conformance",
     "sandbox_capabilities",
     "sanitize_name",
     "terminal_safe",

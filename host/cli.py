@@ -6,6 +6,7 @@
     hookwire ext list -e MANIFEST...
     hookwire ext schema
     hookwire ext new NAME [--dir DIR]
+    hookwire ext test MANIFEST [--json] [--endpoint TARGET] [--tool-input NAME=JSON]... [--sandbox MODE]
     hookwire doctor
 
 Errors are one clear line on stderr (exit 1; 2 for usage), a traceback only with --debug.
@@ -78,6 +79,17 @@ def _parser() -> argparse.ArgumentParser:
     new.add_argument("name")
     new.add_argument("--dir", default=None, help="target directory (default: ./NAME)")
 
+    test = ext.add_parser("test", help="run an extension (any language) through the protocol's clauses: "
+                          "one PASS/FAIL/SKIP row per clause of docs/protocol.md; exit 1 on any FAIL")
+    test.add_argument("manifest")
+    test.add_argument("--json", action="store_true", help="machine-readable output")
+    test.add_argument("--endpoint", default=None, metavar="TARGET",
+                      help="test an extension already serving at this gRPC target (token: the manifest's `token` "
+                           "or $HOOKWIRE_TOKEN); the process clauses are skipped")
+    test.add_argument("--tool-input", action="append", default=[], metavar="NAME=JSON",
+                      help="the input for tool NAME (default: a small instance of its input schema)")
+    test.add_argument("--sandbox", choices=["auto", "off", "required"], default="auto")
+
     sub.add_parser("doctor", help="versions and which sandbox layers this machine can enforce")
     return p
 
@@ -142,6 +154,36 @@ async def _cmd_list(manifests: Sequence[str], sandbox: str, as_json: bool) -> in
                         value = [t["name"] if isinstance(t, dict) else t for t in value]
                     _say(f"  {key:<16} {json.dumps(value) if not isinstance(value, str) else value}")
     return 0
+
+
+def _tool_inputs(pairs: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name:
+            raise CliError(f"--tool-input {pair!r}: expected NAME=JSON")
+        try:
+            out[name] = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"--tool-input {name}: not valid JSON: {exc}") from None
+    return out
+
+
+async def _cmd_test(args: argparse.Namespace) -> int:
+    from .extensions._manifest import ManifestError
+    from .conformance import run_conformance
+
+    inputs = _tool_inputs(args.tool_input)
+    try:
+        report = await run_conformance(args.manifest, sandbox=args.sandbox, endpoint=args.endpoint,
+                                       tool_inputs=inputs)
+    except ManifestError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        _say(report.to_json())
+    else:
+        _say(report.to_text())
+    return 0 if report.passed else 1
 
 
 # ---------------------------------------------------------------------------------------------- turns
@@ -286,6 +328,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _cmd_schema()
             if args.ext_command == "new":
                 return _cmd_new(args.name, args.dir)
+            if args.ext_command == "test":
+                return asyncio.run(_cmd_test(args))
             return asyncio.run(_cmd_list(args.extension, args.sandbox, args.json))
         if args.command == "doctor":
             return _cmd_doctor()

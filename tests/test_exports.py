@@ -7,7 +7,8 @@ import pytest
 HOST_EXPORTS = [
     "HOOK_NAMES", "PROVIDER_OPTION_ALLOWLIST", "SCRIPTED_MODEL", "TURN_CONFIG_GRANTABLE_FIELDS",
     "TURN_CONFIG_SCALAR_FIELDS", "Agent", "CallContext", "ChatErrorClassification", "ChatErrorContext",
-    "ChatResponseResult", "ChatStreamStallError", "Chunk", "ChunkContext", "ChunkSnapshot", "ContextBlock",
+    "ChatResponseResult", "ChatStreamStallError", "Chunk", "ChunkContext", "ChunkSnapshot", "ClauseResult",
+    "ConformanceReport", "ContextBlock",
     "EgressEntryError", "EgressEvent", "EgressPolicy", "EgressProxy", "EgressRule", "ExtensionDecision",
     "ExtensionError", "ExtensionInfo", "ExtensionManager", "ExtensionReplyError", "ExtensionStartError",
     "ExtensionTool", "ExtensionToolError", "ExtensionUnavailableError", "ExtensionUnloadedError", "HookPolicy",
@@ -18,11 +19,11 @@ HOST_EXPORTS = [
     "ToolNameCollision", "ToolResultRecord", "ToolResultSnapshot", "TraceEvent", "TurnConfig", "TurnConfigDenial",
     "TurnContext", "TurnPatch", "TurnSnapshot", "Usage", "UsageSnapshot", "default_context_overflow_classifier",
     "load_manifest", "manifest_json_schema", "own_label", "parse_manifest", "plan_launch",
-    "register_scripted_model", "sandbox_capabilities", "sanitize_name", "terminal_safe", "tool",
+    "register_scripted_model", "run_conformance", "sandbox_capabilities", "sanitize_name", "terminal_safe", "tool",
 ]
 
 SDK_EXPORTS = [
-    "HOOK_NAMES", "MAGIC_COOKIE", "CallInfo", "Extension", "HookDef", "Host", "HostError", "SyncHost", "ToolDef",
+    "HOOK_NAMES", "MAGIC_COOKIE", "CallInfo", "Extension", "Grants", "HookDef", "Host", "HostError", "SyncHost", "ToolDef",
     "__version__", "current_call",
 ]
 

@@ -8,10 +8,36 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class DescribeRequest(_message.Message):
-    __slots__ = ("protocol_version",)
+    __slots__ = ("protocol_version", "granted")
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    GRANTED_FIELD_NUMBER: _ClassVar[int]
     protocol_version: str
-    def __init__(self, protocol_version: _Optional[str] = ...) -> None: ...
+    granted: Grants
+    def __init__(self, protocol_version: _Optional[str] = ..., granted: _Optional[_Union[Grants, _Mapping]] = ...) -> None: ...
+
+class Grants(_message.Message):
+    __slots__ = ("workspace", "messages", "context_read", "context_write", "send_message", "session_metadata", "network", "turn_config", "decisions", "host_bridge")
+    WORKSPACE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_READ_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_WRITE_FIELD_NUMBER: _ClassVar[int]
+    SEND_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_METADATA_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_FIELD_NUMBER: _ClassVar[int]
+    TURN_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    HOST_BRIDGE_FIELD_NUMBER: _ClassVar[int]
+    workspace: str
+    messages: str
+    context_read: _containers.RepeatedScalarFieldContainer[str]
+    context_write: _containers.RepeatedScalarFieldContainer[str]
+    send_message: bool
+    session_metadata: bool
+    network: _containers.RepeatedScalarFieldContainer[str]
+    turn_config: _containers.RepeatedScalarFieldContainer[str]
+    decisions: bool
+    host_bridge: bool
+    def __init__(self, workspace: _Optional[str] = ..., messages: _Optional[str] = ..., context_read: _Optional[_Iterable[str]] = ..., context_write: _Optional[_Iterable[str]] = ..., send_message: _Optional[bool] = ..., session_metadata: _Optional[bool] = ..., network: _Optional[_Iterable[str]] = ..., turn_config: _Optional[_Iterable[str]] = ..., decisions: _Optional[bool] = ..., host_bridge: _Optional[bool] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
     __slots__ = ("name", "version", "protocol_version", "hooks", "tools", "features", "description", "sdk")

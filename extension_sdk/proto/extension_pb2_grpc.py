@@ -119,8 +119,8 @@ class ExtensionServicer:
         raise NotImplementedError('Method not implemented!')
 
     def AfterToolCall(self, request, context):
-        """Observation hooks, one call per event (the simple path for extensions that do not implement
-        the `connect` feature). Return values are ignored except for reported handler errors.
+        """Deprecated: observation hooks, one call per event. The host never calls them: every observation goes
+        through `Observe` (or `Connect`). A new extension need not implement them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -139,7 +139,10 @@ class ExtensionServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Observe(self, request, context):
-        """Ordered, batched observations on one unary call (used when the extension lacks `connect`).
+        """Ordered, batched observations on one unary call (used when the extension lacks `connect`):
+        afterToolCall, onStepFinish, onChunk, and beforeToolCall for an extension whose manifest does not opt in
+        to decisions (it never gets a BeforeToolCall call then). The ack's `handled` is the batch's item count;
+        fewer, or a failed call (e.g. UNIMPLEMENTED), is reported as failed_open in the turn's trace.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -151,11 +154,12 @@ class ExtensionServicer:
         whose id is non-zero with a frame of the same id. Observations therefore arrive in order with
         respect to awaited hooks, and one stream message replaces a unary RPC per hook.
         Observation frames with id 0 get no answer: an extension keeps the handler errors of such frames
-        and reports them in the next ObservationAck it sends.
+        and reports them (and counts them in `handled`) in the next ObservationAck it sends.
         With feature "connect-tools", tool calls ride the same stream too: an `execute_tool` frame is run
         concurrently (it does not hold up the frames after it) and answered by one or more `tool_event`
-        frames with its id, the last of which carries `output_json` or `error`; a `cancel` frame naming
-        that id cancels it.
+        frames with its id, the last of which carries `output_json` or `error`; a `cancel` frame (its own id
+        is 0: no answer) naming that id cancels it, and no final event is owed for a cancelled call.
+        docs/protocol.md numbers these rules; `hookwire ext test` checks an extension against them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -163,7 +167,7 @@ class ExtensionServicer:
 
     def ExecuteTool(self, request, context):
         """Run one of the extension's tools. Zero or more `preliminary` events, then exactly one
-        `output` or `error` event.
+        `output` or `error` event (a HookError with hook "tool": also for an unknown tool or bad input).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

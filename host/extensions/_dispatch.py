@@ -44,6 +44,7 @@ from ._convert import (
 )
 from ._extension_client import ExtensionConnection
 from ._frames import context_field, observation_item
+from ._observation_acks import unhandled_since
 from ._observer_ledger import ObserverLedger
 from ._registry import Registry
 from ._reply_bounds import bounded_substitute
@@ -293,6 +294,7 @@ class Dispatcher:
         self._ctx_record_key: tuple[str, str] | None = None
         self._ctx_record = context_field(context_to_proto(None))
         self._flush_marks: dict[str, tuple[int, int]] = {}  # extension -> (enqueued, dropped) at its last flush
+        self._unhandled_marks: dict[str, tuple[object, int]] = {}  # observations not handled, as of the last flush
 
     async def _call_hook(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
                          deadline: float | None) -> Reply | Failure:
@@ -421,6 +423,12 @@ class Dispatcher:
             self._trace("observe", ext.name, "failed_open", latency_ms=ms, detail=why, context=context)
             return
         self._flush_marks[ext.name] = (sent, dropped)
+        unhandled, why = unhandled_since(self._unhandled_marks, ext.name, conn.acks)
+        if unhandled > 0:  # the extension said so (ObservationAck.handled), or Observe failed
+            detail = bounded(f"{unhandled} of {sent - last_sent} observation(s) not handled: {why}")
+            self._trace("observe", ext.name, "failed_open", latency_ms=(time.perf_counter() - t0) * 1000,
+                        detail=detail, context=context)
+            return
         if sent > last_sent:
             detail = f"{sent - last_sent} observation(s) delivered in order"
             if dropped > last_dropped:

@@ -37,6 +37,7 @@ from extension_sdk.proto import extension_pb2 as pb
 
 from .._errors import ExtensionReplyError, ExtensionToolError, ExtensionUnavailableError
 from ._frames import observation_batch, observations_frame, serialize, with_prelude
+from ._observation_acks import AckAccount
 from ._reply_bounds import ToolReplyBounds
 
 log = logging.getLogger("hookwire.extensions")
@@ -241,6 +242,7 @@ class ExtensionConnection:
         self._broken: BaseException | None = None
         self._closed = False
         self.dropped = 0
+        self.acks = AckAccount(name)  # what the extension says it handled (ObservationAck.handled)
         # Stall detection (a hung observer): observations written but not acknowledged, and since when nothing
         # was acknowledged. No progress for observe_timeout_s: the observer is stalled (on_stalled, once).
         self._sent_log: deque[tuple[int, bytes, int]] = deque()  # (last seq, context record, items) per frame
@@ -252,10 +254,12 @@ class ExtensionConnection:
 
     # -- set-up --------------------------------------------------------------------------------
 
-    async def open(self, timeout_s: float) -> pb.DescribeResponse:
-        """Describe (protocol check by the caller) and, with the "connect" feature, open the stream."""
+    async def open(self, timeout_s: float, granted: pb.Grants | None = None) -> pb.DescribeResponse:
+        """Describe (protocol check by the caller; `granted`: the manifest's grants, sent along) and, with the
+        "connect" feature, open the stream."""
         desc: pb.DescribeResponse = await self._stub.Describe(
-            pb.DescribeRequest(protocol_version=PROTOCOL_VERSION), metadata=self._md, timeout=timeout_s
+            pb.DescribeRequest(protocol_version=PROTOCOL_VERSION, granted=granted), metadata=self._md,
+            timeout=timeout_s,
         )
         self.describe = desc
         self.streaming = "connect" in desc.features
@@ -548,8 +552,12 @@ class ExtensionConnection:
                         ack = await self._observe_rpc(observation_batch(ctx, items), metadata=self._md,
                                                       timeout=self._observe_timeout_s)
                         self._report_errors(ack.errors)
+                        self.acks.unary(len(items), ack.handled)
                     except grpc.aio.AioRpcError as exc:
                         log.warning("extension %r: Observe failed: %s", self.name, exc.details() or exc.code())
+                        if exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:  # a stall is reported as such
+                            self.acks.short(len(items), f"Observe failed: {exc.code().name}: {exc.details()}",
+                                            logged=True)
                         if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and self._on_stalled is not None:
                             self._on_stalled(self._observe_timeout_s)
                     self._advance(covers)
@@ -574,14 +582,17 @@ class ExtensionConnection:
         """Write `frame` with the observations as its prelude. Its answer (the reply, or a tool call's first
         event) means they were handled; if none comes, the next flush asks for an ack of them as usual."""
         self._prelude_covers[frame.id] = covers
+        self.acks.wrote(len(items))
         await self._stream.write(with_prelude(frame, observation_batch(ctx, items)))
 
     async def _write_observations(self, ctx: bytes, items: list[bytes], covers: int, ack: bool) -> None:
         """One observations frame on the stream; with `ack`, it gets an id and its ack advances the flush mark."""
         fid = 0
+        self.acks.wrote(len(items))
         if ack:
             self._next_id += 1
             fid = self._next_id
+            self.acks.asked(fid)
             self._ack_covers[fid] = covers
             self._inflight += 1
             self._ack_req_seq = covers
@@ -644,10 +655,12 @@ class ExtensionConnection:
                 self._window.set()
             if frame.observations.errors:
                 self._report_errors(frame.observations.errors)
+            self.acks.acked(fid, frame.observations.handled)
             self._advance(covers)
             return
         if fid == 0 and frame.HasField("observations"):
-            # An extension that answers every frame (older ones do): its errors count, the ack nothing.
+            # An extension that answers every frame (older ones do): its errors and counts count, the ack nothing.
+            self.acks.answered_unasked(frame.observations.handled)
             if frame.observations.errors:
                 self._report_errors(frame.observations.errors)
             return

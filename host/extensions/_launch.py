@@ -35,6 +35,7 @@ from ..sandbox._fs_cleanup import remove_tree_logged
 from ..sandbox._plan import SandboxMode
 from ..sandbox._zygote import Zygote
 from ._extension_client import ExtensionConnection
+from ._grants import grants_to_proto
 from ._process import ExtensionProcess
 from ._registry import Registry
 from ._sessions import BridgeSessions
@@ -226,7 +227,7 @@ class Launcher:
                         timeout: float) -> pb.DescribeResponse:
         """Open the connection (Describe); the protocol version must be this host's."""
         try:
-            desc = await conn.open(timeout)
+            desc = await conn.open(timeout, grants_to_proto(ext.manifest))
         except grpc.aio.AioRpcError as exc:
             raise ExtensionStartError(
                 f"{where}: Describe failed: {exc.code().name}: {exc.details()}",

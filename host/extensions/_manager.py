@@ -41,6 +41,8 @@ from ._snapshots import (
     ToolResultSnapshot,
     TraceEvent,
     TurnSnapshot,
+    as_context,
+    as_snapshot,
 )
 from ._state import ExtensionInfo, ExtensionRuntime, ExtensionTool
 from ._supervisor import Supervisor
@@ -211,16 +213,21 @@ class ExtensionManager:
 
     # -- the five hooks (host/extensions/_dispatch.py) ---------------------------------------------------------
 
-    async def before_turn(self, snapshot: TurnSnapshot, context: CallContext | None = None, *,
+    # The hook methods take the snapshot models or their camelCase dicts (and so does `context`).
+
+    async def before_turn(self, snapshot: TurnSnapshot | Mapping[str, Any],
+                          context: CallContext | Mapping[str, Any] | None = None, *,
                           deadline: float | None = None) -> MergedTurnPatch:
         """Run beforeTurn on each subscriber in load order and merge the patches (last wins).
 
         `deadline` (event-loop time, optional): the turn's end; no extension waits past it.
         """
-        return await self._dispatch.before_turn(snapshot, context, deadline)
+        snapshot = as_snapshot(TurnSnapshot, snapshot, "beforeTurn snapshot")
+        return await self._dispatch.before_turn(snapshot, as_context(context), deadline)
 
     async def before_tool_call(
-        self, snapshot: ToolCallSnapshot, context: CallContext | None = None, *, deadline: float | None = None
+        self, snapshot: ToolCallSnapshot | Mapping[str, Any], context: CallContext | Mapping[str, Any] | None = None,
+        *, deadline: float | None = None
     ) -> ExtensionDecision | None:
         """beforeToolCall: an observation for subscribers without `decisions`, awaited on the deciders.
 
@@ -228,15 +235,24 @@ class ExtensionManager:
         `deadline` (event-loop time, optional): the turn's end; no decider waits past it (a fail-closed one
         that could not answer in time blocks).
         """
-        return await self._dispatch.before_tool_call(snapshot, context, deadline)
+        snapshot = as_snapshot(ToolCallSnapshot, snapshot, "beforeToolCall snapshot")
+        return await self._dispatch.before_tool_call(snapshot, as_context(context), deadline)
 
-    def after_tool_call(self, snapshot: ToolResultSnapshot, context: CallContext | None = None) -> None:
-        self._dispatch.after_tool_call(snapshot, context)
+    def after_tool_call(self, snapshot: ToolResultSnapshot | Mapping[str, Any],
+                        context: CallContext | Mapping[str, Any] | None = None) -> None:
+        self._dispatch.after_tool_call(as_snapshot(ToolResultSnapshot, snapshot, "afterToolCall snapshot"),
+                                       as_context(context))
 
-    def on_step_finish(self, snapshot: StepSnapshot, context: CallContext | None = None) -> None:
-        self._dispatch.on_step_finish(snapshot, context)
+    def on_step_finish(self, snapshot: StepSnapshot | Mapping[str, Any],
+                       context: CallContext | Mapping[str, Any] | None = None) -> None:
+        self._dispatch.on_step_finish(as_snapshot(StepSnapshot, snapshot, "onStepFinish snapshot"), as_context(context))
 
-    def on_chunk(self, snapshot: ChunkSnapshot, context: CallContext | None = None) -> None:
+    def on_chunk(self, snapshot: ChunkSnapshot | Mapping[str, Any],
+                 context: CallContext | Mapping[str, Any] | None = None) -> None:
+        if not isinstance(snapshot, ChunkSnapshot):  # the per-chunk path: no call when it is the model
+            snapshot = as_snapshot(ChunkSnapshot, snapshot, "onChunk snapshot")
+        if context is not None and not isinstance(context, CallContext):
+            context = as_context(context)
         self._dispatch.on_chunk(snapshot, context)
 
     def send_observations(self) -> None:

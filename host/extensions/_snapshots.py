@@ -10,9 +10,10 @@ extension did, for the CLI's hook trace and ChatResponseResult.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, Protocol
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ._turn_config_policy import TurnConfigDenial
@@ -80,6 +81,29 @@ class ChunkSnapshot(_Wire):
     text: str | None = None
     tool_name: str | None = None
     tool_call_id: str | None = None
+
+
+_S = TypeVar("_S", bound=BaseModel)
+
+
+def as_snapshot(model: type[_S], value: _S | Mapping[str, Any], what: str) -> _S:
+    """`value` if it is already a `model`, else one validated from its dict (camelCase, or snake_case, keys).
+
+    Raises TypeError for anything else and ValueError naming `what` and the field for an invalid dict."""
+    if isinstance(value, model):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{what}: expected a {model.__name__} or its dict, got {type(value).__name__}")
+    try:
+        return model.model_validate(dict(value))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise ValueError(f"{what}: field {field}: {first['msg']}") from None
+
+
+def as_context(value: CallContext | Mapping[str, Any] | None) -> CallContext | None:
+    return None if value is None else as_snapshot(CallContext, value, "context")
 
 
 class TurnPatch(_Wire):

@@ -256,7 +256,7 @@ const service = {
       .then(() => runTool(name, inputJson ? JSON.parse(inputJson) : null))
       .then(
         (output) => call.write({ outputJson: JSON.stringify(output) }),
-        (err) => call.write({ error: hookError("executeTool", err) }),
+        (err) => call.write({ error: hookError("tool", err) }), // HookError.hook of a tool error is "tool"
       )
       .finally(() => call.end());
   },

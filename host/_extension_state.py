@@ -15,6 +15,7 @@ from ._extension_connection import ExtensionConnection
 from ._extension_process import ExtensionProcess
 from ._health import HealthProbe
 from ._manifest import Manifest, Permissions
+from ._sandbox_cgroups import CgroupLease
 from ._supervisor import CrashPolicy
 
 ExtensionState = Literal["starting", "running", "restarting", "quarantined", "stopped"]
@@ -75,6 +76,7 @@ class ExtensionRuntime:
         self.features: list[str] = []
         self.enforced: list[str] = []
         self.missing: list[str] = []
+        self.cgroups: CgroupLease | None = None  # the sandbox's cgroups of the current process (removed on exit)
         self.policy = CrashPolicy(manifest.restart)
         self.restarts = 0
         self.generation = 0

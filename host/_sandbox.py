@@ -52,6 +52,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ._manifest import Manifest, sanitize_name
+from ._sandbox_cgroups import CgroupLease
 from ._sandbox_fs import fs_view
 
 SandboxMode = Literal["off", "auto", "required"]
@@ -74,6 +75,9 @@ class LaunchPlan(BaseModel):
     enforced: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     reasons: dict[str, str] = Field(default_factory=dict, description="missing layer -> why it is missing")
+    cgroups: CgroupLease | None = Field(
+        default=None, description="the cgroups the launcher creates (the host removes them after the process exits)"
+    )
 
 
 class SandboxUnavailable(RuntimeError):
@@ -332,4 +336,8 @@ def plan_launch(
         plan_env.setdefault("MALLOC_ARENA_MAX", "2")
     # -S: the launcher needs only the stdlib; skipping site (and its .pth files) saves ~90 ms per start.
     argv = [sys.executable, "-I", "-S", str(LAUNCHER_PATH), "--spec", spec.model_dump_json(), "--", *command]
-    return LaunchPlan(argv=argv, env=plan_env, enforced=enforced, missing=missing, reasons=reasons)
+    cgroup_bases = ([process_limit.base] if process_limit is not None and process_limit.mechanism == "pids_cgroup"
+                    and process_limit.base else []) + ([spec.memory_cgroup.base] if spec.memory_cgroup else [])
+    cgroups = (CgroupLease(dirs=[os.path.join(b, "hookwire") for b in cgroup_bases], name=spec.extension_id)
+               if cgroup_bases else None)
+    return LaunchPlan(argv=argv, env=plan_env, enforced=enforced, missing=missing, reasons=reasons, cgroups=cgroups)

@@ -21,7 +21,8 @@ REASON` on stderr and exits 125 — it never runs the command with less confinem
      fs_read_...     a waiter (the pid the host sees) and an init (pid 1: private root via pivot_root, fresh
      egress          /proc, loopback + egress relay), which forks the extension; it drops every capability.
                      PR_SET_PDEATHSIG ties the tree to the host (or zygote). See the section comment below.
-  3. rlimits         RLIMIT_AS, RLIMIT_CPU (soft; hard = soft + 1 s -> SIGXCPU, then SIGKILL), RLIMIT_NOFILE
+  3. rlimits         RLIMIT_CPU (soft; hard = soft + 1 s -> SIGXCPU, then SIGKILL), RLIMIT_NOFILE, and
+                     RLIMIT_DATA when the plan has no memory cgroup (whatever the spec lists)
   4. no_new_privs    prctl(PR_SET_NO_NEW_PRIVS): setuid binaries and file capabilities grant nothing
   5. landlock_fs     Landlock: every write-type access is denied except beneath the listed writable
      landlock_scope  directories and files, and creating sockets beneath the listed socket directories

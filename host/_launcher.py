@@ -576,7 +576,8 @@ def _exit_like(status: int) -> None:
 
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those two can't be caught (signal() raises EINVAL)
+            signal.signal(sig, signal.SIG_DFL)
         _prctl(4, 0)  # PR_SET_DUMPABLE 0: no core file for a relayed SIGSEGV/SIGQUIT
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)

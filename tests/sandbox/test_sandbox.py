@@ -151,6 +151,16 @@ def test_memory_bomb_dies_under_the_memory_limit(dirs: Dirs) -> None:
     assert "MemoryError" in done.stderr or done.returncode < 0
 
 
+def test_an_extension_killed_by_sigkill_is_reported_as_killed_by_sigkill(dirs: Dirs) -> None:
+    """What an OOM kill in the memory cgroup looks like: the waiter relays SIGKILL (it can't install a handler)."""
+    require("pid_namespace")
+    done = _run(dirs, """
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    assert (done.returncode, done.stderr) == (-signal.SIGKILL, "")
+
+
 def test_cpu_spin_is_killed_by_the_cpu_limit(dirs: Dirs) -> None:
     require("rlimits")
     done = _run(dirs, """

@@ -19,7 +19,7 @@ from extension_sdk.proto import HANDSHAKE_MAGIC, PROTOCOL_VERSION
 
 from ._extension_errors import ExtensionStartError
 from ._rate_limit import LineRateLimiter
-from ._sandbox_cgroups import CgroupLease, release_cgroups
+from ._sandbox_cgroups import CgroupLease, reap_stale_once, release_cgroups
 from ._zygote import Zygote, ZygoteProcess, ZygoteUnavailable, zygote_launch
 
 LINE_CAP = 4096  # bytes kept per logged line
@@ -69,6 +69,8 @@ class ExtensionProcess:
         """
         where = f"extension {name!r} (manifest {manifest_file})"
         proc: asyncio.subprocess.Process | ZygoteProcess | None = None
+        if cgroups is not None:
+            reap_stale_once(cgroups)  # what a killed host left behind
         launch = zygote_launch(argv, env) if zygote is not None and cwd.is_dir() else None
         if zygote is not None and launch is not None:
             with contextlib.suppress(ZygoteUnavailable):  # logged once by the zygote; spawn normally

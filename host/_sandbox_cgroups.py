@@ -6,7 +6,8 @@ child). Its waiter removes them when it exits cleanly, but a waiter that is SIGK
 end of `terminate()`'s grace) cannot: without this module each such exit left one empty cgroup per controller
 until a later launch reaped it. The host knows the pid and the names, so it removes them itself after every
 exit (unload, close, crash); a cgroup still busy for a moment (the pid namespace's last tasks exiting) is
-retried briefly. Only a host that is itself killed leaves them behind (the next launch reaps those).
+retried briefly. Only a host that is itself killed leaves them behind: `reap_stale_once` removes those of
+processes that are gone, once per directory and host process, before the first start that uses it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,46 @@ class CgroupLease(BaseModel):
 
     def paths(self, pid: int) -> list[Path]:
         return [Path(d) / f"{self.name}-{pid}" for d in self.dirs]
+
+
+_reaped: set[str] = set()
+
+
+def reap_stale_once(lease: CgroupLease) -> None:
+    """The first time this process starts an extension in each of `lease.dirs`: `reap_stale` there."""
+    for d in lease.dirs:
+        if d not in _reaped:
+            _reaped.add(d)
+            reap_stale(Path(d))
+
+
+def reap_stale(root: Path) -> int:
+    """Remove the cgroups under `root` whose process is gone (rmdir refuses any that still has tasks)."""
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return 0  # not created yet (the first launch makes it), or not ours to read
+    removed = 0
+    for entry in entries:
+        pid_text = entry.rpartition("-")[2]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        try:
+            os.rmdir(root / entry)
+            removed += 1
+        except OSError:
+            pass  # busy, or not ours
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _try_remove(path: Path) -> bool:

@@ -95,3 +95,25 @@ async def test_no_cgroup_is_left_after_the_extension_is_killed(tmp_path: Path) -
         assert await wait_until(lambda: mgr.extensions()[0].state != "running", 10)
         assert await wait_until(lambda: _owned(dirs, name) == [], 5), _owned(dirs, name)
         assert mgr.extensions()[0].pid in (None, info.pid)  # not relaunched meanwhile
+
+
+def test_cgroups_of_processes_that_are_gone_are_reaped(tmp_path: Path) -> None:
+    """What a killed host leaves: empty cgroups named for dead pids; a live one (and anything busy) stays."""
+    from host._sandbox_cgroups import reap_stale
+
+    root = _cgroup_dirs()[0]
+    root.mkdir(exist_ok=True)
+    dead = os.fork()
+    if dead == 0:
+        os._exit(0)
+    os.waitpid(dead, 0)
+    gone, live = root / f"cg-reap-{dead}", root / f"cg-reap-{os.getpid()}"
+    gone.mkdir()
+    live.mkdir()
+    try:
+        reap_stale(root)
+        assert (gone.exists(), live.exists()) == (False, True)
+    finally:
+        for d in (gone, live):
+            if d.exists():
+                d.rmdir()

@@ -259,64 +259,15 @@ def cgroup_base(controller: str) -> tuple[str | None, str]:
     return None, f"no writable {controller} cgroup (v1 {controller} hierarchy or v2 with {controller} delegated)"
 
 
-_created_cgroups: list[tuple[int, str, int]] = []  # (fd of hookwire/, group name, fd of the cgroup we left)
-
-
-def _remember_cgroup(group: str, base: str) -> None:
-    """Keep fds to find the cgroup again: init's pivot_root also changes the waiter's root (same mount ns)."""
-    try:
-        root_fd = os.open(os.path.dirname(group), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        base_fd = os.open(base, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
-    _created_cgroups.append((root_fd, os.path.basename(group), base_fd))
-
-
-def _forget_cgroups() -> None:
-    """In init and the extension: the fds are the waiter's."""
-    for root_fd, _, base_fd in _created_cgroups:
-        os.close(root_fd)
-        os.close(base_fd)
-    _created_cgroups.clear()
-
-
-def _leave_cgroups() -> None:
-    """The waiter, once the sandbox is gone: move back out of its cgroups and remove them (best effort;
-    a later launch reaps what is left)."""
-    for root_fd, name, base_fd in reversed(_created_cgroups):
-        try:
-            fd = os.open("cgroup.procs", os.O_WRONLY | os.O_CLOEXEC, dir_fd=base_fd)
-            try:
-                os.write(fd, str(os.getpid()).encode())
-            finally:
-                os.close(fd)
-            os.rmdir(name, dir_fd=root_fd)
-        except OSError:
-            pass
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _fresh_cgroup(base: str, name: str) -> str:
-    """Create this process's cgroup `<base>/hookwire/<name>-<pid>`, first reaping those of launchers that are gone
-    (rmdir refuses populated ones); raises OSError."""
+    """Create this process's cgroup `<base>/hookwire/<name>-<pid>`; raises OSError.
+
+    Nothing here removes it: the host does, once this process has exited (host/_sandbox_cgroups.py), and reaps
+    those of processes that are gone when it starts its first extension (left by a host that was killed).
+    Reaping here, on every start, contended with the other starts' joins for the kernel's cgroup lock.
+    """
     root = os.path.join(base, "hookwire")
     os.makedirs(root, exist_ok=True)
-    for entry in os.listdir(root):
-        pid_text = entry.rpartition("-")[2]
-        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
-            try:
-                os.rmdir(os.path.join(root, entry))
-            except OSError:
-                pass
     group = os.path.join(root, f"{name}-{os.getpid()}")
     os.makedirs(group, exist_ok=True)
     return group
@@ -327,7 +278,6 @@ def apply_pids_cgroup(base: str, name: str, maximum: int) -> None:
         group = _fresh_cgroup(base, name)
         _write_file(os.path.join(group, "pids.max"), str(maximum))
         _write_file(os.path.join(group, "cgroup.procs"), str(os.getpid()))
-        _remember_cgroup(group, base)
     except OSError as exc:
         raise SandboxError("process_limit", f"pids cgroup under {base}: {exc}") from None
 
@@ -346,7 +296,6 @@ def apply_memory_cgroup(base: str, name: str, limit: int) -> None:
             if os.path.exists(memsw):
                 _write_file(memsw, str(limit))
         _write_file(os.path.join(group, "cgroup.procs"), str(os.getpid()))
-        _remember_cgroup(group, base)
     except OSError as exc:
         raise SandboxError("memory_cgroup", f"memory cgroup under {base}: {exc}") from None
 
@@ -551,21 +500,22 @@ def _build_root(fs: dict[str, Any], stage: str, cwd: str) -> None:
         os.chdir("/")
 
 
+class _CapHeader(ctypes.Structure):  # module level: defining a ctypes class costs more than the syscalls
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
 def drop_capabilities() -> None:
     """No capability left in the user namespace: no mount/umount, no raw sockets, no DAC override."""
     for cap in range(64):
         if _prctl(PR_CAPBSET_DROP, cap) != 0 and ctypes.get_errno() == errno.EINVAL:
             break
     _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
-
-    class _Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class _Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-    header = _Header(0x20080522, 0)
-    data = (_Data * 2)()
+    header = _CapHeader(0x20080522, 0)
+    data = (_CapData * 2)()
     if _libc.capset(ctypes.byref(header), ctypes.byref(data)) != 0:
         raise SandboxError("pid_namespace", f"capset: {_errno_text()}")
 
@@ -608,7 +558,6 @@ def _waiter(init_pid: int, status_r: int) -> None:
         pass
     if reported.strip().isdigit():
         status = int(reported.strip())
-    _leave_cgroups()
     _exit_like(status)
 
 
@@ -708,7 +657,6 @@ def contain(spec: dict[str, Any], parent_pid: int | None) -> None:
     # init
     os.close(status_r)
     os.close(life_w)
-    _forget_cgroups()
     try:
         _die_with_parent(None)
         if select.select([life_r], [], [], 0)[0]:  # the waiter died before our prctl: nobody to serve

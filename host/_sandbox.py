@@ -176,6 +176,13 @@ def sandbox_capabilities() -> dict[str, Any]:
     no_new_privs, landlock_fs, landlock_scope, pid_namespace, fs_read_confinement, memory_cgroup,
     scratch_quota); process_limit's detail names its mechanism.
     """
+    caps = _capabilities()
+    return {**caps, "layers": {name: dict(layer) for name, layer in caps["layers"].items()}}
+
+
+@functools.lru_cache(maxsize=1)
+def _capabilities() -> dict[str, Any]:
+    """sandbox_capabilities, computed once (every plan reads it: five starts at once read it five times)."""
     probed = _probe()
     raw: dict[str, dict[str, Any]] = probed["layers"]
     layers: dict[str, dict[str, Any]] = {}

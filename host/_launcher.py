@@ -429,7 +429,8 @@ def _bind(root: str, path: str, *, writable: bool, remount_ro: bool = True) -> N
 def mount_root(fs: dict[str, Any], cwd: str) -> None:
     """Build the private root and pivot into it (init only: it also mounts the pid namespace's /proc).
 
-    fs = {"stage": dir to mount the new root's tmpfs on (hidden by it), "copy": [small files copied in],
+    fs = {"stage": dir to mount the new root's tmpfs on (hidden by it), "etc": the host's /etc view to bind at
+          /etc (host/_sandbox_etc.py) | None, "copy": [small files copied in],
           "ro": [paths], "rw": [paths], "deny": [paths], "symlinks": {path: target},
           "scratch": {"path", "size_mb"} | None, "writes_landlocked": bool (skip the per-bind ro remount)}
     Paths appear at the same place. Denied paths (inside a visible tree) are covered by an empty,
@@ -460,10 +461,20 @@ def _build_root(fs: dict[str, Any], stage: str, cwd: str) -> None:
             os.makedirs(root + "/" + sub, exist_ok=True)
     except OSError as exc:
         raise SandboxError("fs_read_confinement", f"building the root: {exc}") from None
-    for path in fs.get("copy", []):
-        _copy_in(root, path)
     # With Landlock denying writes the per-bind read-only remount is redundant (and as costly as the bind).
     remount_ro = not fs.get("writes_landlocked", False)
+    etc = fs.get("etc")
+    if etc:  # the host's shared /etc view (copies, symlinks, mount points): one bind instead of a copy each
+        target = root + "/etc"
+        try:
+            os.makedirs(target, exist_ok=True)
+        except OSError as exc:
+            raise SandboxError("fs_read_confinement", f"mount point for /etc: {exc.strerror}") from None
+        _mount(etc, target, None, MS_BIND)
+        if remount_ro:
+            _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | _locked_flags(target))
+    for path in fs.get("copy", []):
+        _copy_in(root, path)
     for path in fs.get("ro", []):
         _bind(root, path, writable=False, remount_ro=remount_ro)
     for node in _DEV_NODES:

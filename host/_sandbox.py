@@ -342,7 +342,8 @@ def plan_launch(
                     extension_dir=Path(manifest.source).parent if manifest.source else None,
                     runtime_subdir=own_sockets, scratch_dir=Path(scratch_dir), scratch_mb=limits.scratch_mb,
                     sockets=[Path(s) for s in sockets] + ([Path(egress.socket)] if egress is not None else []),
-                    private=list(private_paths)) | {"writes_landlocked": landlock is not None}
+                    private=list(private_paths), shared_dir=Path(runtime_dir))
+            | {"writes_landlocked": landlock is not None}
             if "fs_read_confinement" in enforced else None
         ),
         egress=egress,

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ._sandbox_etc import etc_view
+
 # Top-level system directories shown read-only (symlinks such as /bin -> usr/bin are recreated as symlinks).
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/node")
 # /etc entries a process commonly needs (name resolution, TLS roots, users, time zone, the loader's cache).
@@ -66,6 +68,7 @@ class _SystemView:
     """
 
     def __init__(self) -> None:
+        self.generation = 0  # bumped by every scan (the shared /etc view re-syncs then)
         self.at = -SYSTEM_VIEW_TTL_S
         self.ro: tuple[str, ...] = ()
         self.copies: tuple[str, ...] = ()
@@ -76,6 +79,7 @@ class _SystemView:
         if now - self.at >= SYSTEM_VIEW_TTL_S:
             self.ro, self.copies, self.symlinks = _scan_system()
             self.at = now
+            self.generation += 1
         return self.ro, self.copies, dict(self.symlinks)
 
 
@@ -153,8 +157,14 @@ def fs_view(
     scratch_mb: int,
     sockets: list[Path],
     private: list[Path],
+    shared_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """The launcher's `fs` spec for one extension (see the module docstring)."""
+    """The launcher's `fs` spec for one extension (see the module docstring).
+
+    `shared_dir`: where the host may keep the /etc view all its extensions share (host/_sandbox_etc.py); without
+    it (or when it can't be written, or something the extension is shown lies under /etc) the launcher copies the
+    /etc files into each root instead.
+    """
     ro, copies, symlinks = _SYSTEM.get()
     command_paths = _command_paths(command)
     shown = [_real(cwd)] + ([_real(extension_dir)] if extension_dir is not None else [])
@@ -180,8 +190,17 @@ def fs_view(
                 continue  # it contains what the extension must see (e.g. the workspace is its cwd)
             if any(_under(c, v) for v in ordered) and os.path.lexists(c):
                 deny.append(c)
+    etc_mounts = [p for p in ordered if p.startswith("/etc/")]
+    own = [p for p in [*ordered, *rw, *deny, _real(scratch_dir)] if p not in etc_mounts]
+    view = None
+    if shared_dir is not None and not any(_under(p, "/etc") for p in own):
+        view = etc_view(shared_dir, _SYSTEM.generation, copies=copies, symlinks=symlinks, mount_points=etc_mounts)
+    if view is not None:
+        copies = ()
+        symlinks = {link: target for link, target in symlinks.items() if not link.startswith("/etc/")}
     return {
         "stage": _real(scratch_dir),
+        "etc": view,
         "copy": list(copies),
         "ro": ordered,
         "rw": rw,

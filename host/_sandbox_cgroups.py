@@ -23,7 +23,7 @@ from pydantic import BaseModel
 log = logging.getLogger("hookwire.sandbox")
 
 RETRY_S = 0.01
-GIVE_UP_S = 3.0
+GIVE_UP_S = 1.0  # after the pid namespace is gone its tasks are too; only a tree without one can stay busy
 
 
 class CgroupLease(BaseModel):

@@ -188,7 +188,7 @@ def _capabilities() -> dict[str, Any]:
     layers: dict[str, dict[str, Any]] = {}
     linux = sys.platform == "linux"
     layers["rlimits"] = (
-        {"available": True, "detail": "setrlimit AS, CPU, NOFILE"} if linux else _unavailable("not Linux")
+        {"available": True, "detail": "setrlimit CPU, NOFILE; DATA (memoryMb) where no memory cgroup"} if linux else _unavailable("not Linux")
     )
     pids = raw.get("pids_cgroup", _unavailable("not probed"))
     userns = raw.get("user_namespace", _unavailable("not probed"))

@@ -3,12 +3,17 @@ and for five in parallel (`load_all`), with the default sandbox mode and, altern
 (extra figures). Idle RSS: VmRSS of a loaded extension process
 (the deepest process of its tree: the sandbox adds a waiter and a pid-1 init) after it settles; extra: the PSS of
 the whole tree, which counts the sandbox's own processes.
-Also: the import cost of the extension process (`import extension_sdk` over a bare interpreter).
+Also: the import cost of the extension process (`import extension_sdk` over a bare interpreter), and the CPU one
+start costs (extra `cold_start_cpu_ms_per_start*`): the host's own CPU during `load_all` of five, plus everything
+the zygote and its children (waiter, init, extension) used from fork to exit, per extension. On a shared, loaded
+machine wall times swing with the neighbours' load; CPU per start does much less.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -28,13 +33,43 @@ async def _one(mgr: ExtensionManager, tag: str) -> float:
     return ms
 
 
+_CPU: dict[int, list[float]] = {}  # id(manager) -> CPU ms per start, one entry per `_five`
+
+
+def _tree_cpu_ms(mgr: ExtensionManager) -> float:
+    """CPU of the manager's zygote and of its children it has reaped (utime, stime, cutime, cstime)."""
+    zygote = getattr(mgr, "_zygote", None)
+    pid = zygote.pid if zygote is not None else None
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _host_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
 async def _five(mgr: ExtensionManager, tag: str) -> float:
     names = [f"{tag}{i}" for i in range(5)]
+    host0, tree0 = _host_cpu_ms(), _tree_cpu_ms(mgr)
     t0 = time.perf_counter()
     await mgr.load_all([bench_manifest(n, ALL_HOOKS, tool=True) for n in names])
     ms = (time.perf_counter() - t0) * 1000
+    host = _host_cpu_ms() - host0
     await asyncio.gather(*(mgr.unload(n) for n in names))
+    await asyncio.sleep(0.02)  # the zygote reaps the last exits
+    _CPU.setdefault(id(mgr), []).append((host + _tree_cpu_ms(mgr) - tree0) / 5)
     return ms
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
 
 
 def _import_ms(code: str, runs: int) -> float:
@@ -97,6 +132,8 @@ async def run(cfg: Config) -> Section:
         "idle_tree_pss_mb": rnd(idle_tree, 1),
         "idle_tree_processes": tree_size,
         "sandbox_layers": layers,
+        "cold_start_cpu_ms_per_start": rnd(_mean(_CPU.get(id(mgr), [])), 1),
+        "cold_start_cpu_ms_per_start_sandbox_off": rnd(_mean(_CPU.get(id(off), [])), 1),
         "python_startup_ms": rnd(bare, 1),
         "import_grpc_ms": rnd(grpc_only - bare, 1),
         "import_extension_sdk_ms": rnd(sdk - bare, 1),

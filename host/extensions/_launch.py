@@ -142,6 +142,7 @@ class Launcher:
                 extension=ext.name, manifest=ext.manifest_file,
             ) from None
         ext.enforced, ext.missing = list(plan.enforced), list(plan.missing)
+        ext.cgroups = plan.cgroups
         return list(plan.argv), dict(plan.env)
 
     # -- start and stop ---------------------------------------------------------------------------------------
@@ -185,7 +186,7 @@ class Launcher:
                                     Path(bridge_target.removeprefix("unix:")) if bridge_target else None, egress)
         proc = await ExtensionProcess.spawn(
             name=ext.name, manifest_file=ext.manifest_file, argv=argv, env=env, cwd=m.working_dir(),
-            start_timeout_s=m.timeouts.start_ms / 1000, zygote=self.zygote,
+            start_timeout_s=m.timeouts.start_ms / 1000, zygote=self.zygote, cgroups=ext.cgroups,
         )
         ext.proc = proc
         self._egress.bound(ext.name, proc.pid)

@@ -119,7 +119,9 @@ class HookPolicy(_Model):
 
 class Limits(_Model):
     memory_mb: int = Field(
-        default=512, ge=128, le=65_536, description="Address-space limit; below ~128 MB gRPC crashes"
+        default=512, ge=128, le=65_536,
+        description="Memory of the extension's whole process tree (a memory cgroup), or of each process "
+        "(RLIMIT_DATA) where no memory cgroup can be made; below ~128 MB gRPC crashes"
     )
     cpu_seconds: int = Field(default=300, gt=0, le=86_400)
     open_files: int = Field(default=256, ge=16, le=65_536)

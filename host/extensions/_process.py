@@ -18,6 +18,7 @@ from pathlib import Path
 from extension_sdk.proto import HANDSHAKE_MAGIC, PROTOCOL_VERSION
 
 from .._errors import ExtensionStartError
+from ..sandbox._cgroups import CgroupLease, reap_stale_once, release_cgroups
 from ..sandbox._zygote import Zygote, ZygoteProcess, ZygoteUnavailable, zygote_launch
 from ._rate_limit import LineRateLimiter
 
@@ -31,7 +32,8 @@ LOG_BURST = 1000.0
 class ExtensionProcess:
     """A started extension process whose handshake succeeded (see `spawn`)."""
 
-    def __init__(self, name: str, manifest_file: str, proc: asyncio.subprocess.Process | ZygoteProcess) -> None:
+    def __init__(self, name: str, manifest_file: str, proc: asyncio.subprocess.Process | ZygoteProcess,
+                 cgroups: CgroupLease | None = None) -> None:
         self.name = name
         self.manifest_file = manifest_file
         self._proc = proc
@@ -41,7 +43,7 @@ class ExtensionProcess:
         self._tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._limiter = LineRateLimiter(LOG_RATE, LOG_BURST)
         self._tasks: list[asyncio.Task[None]] = []
-        self._exit: asyncio.Task[int] = asyncio.ensure_future(proc.wait())
+        self._exit: asyncio.Task[int] = asyncio.ensure_future(self._exited(proc, cgroups))
         self.crash_handled = False  # the supervisor already handled this process's death (or broken connection)
 
     # -- spawn & handshake ---------------------------------------------------------------------
@@ -57,14 +59,18 @@ class ExtensionProcess:
         cwd: Path,
         start_timeout_s: float,
         zygote: Zygote | None = None,
+        cgroups: CgroupLease | None = None,
     ) -> ExtensionProcess:
         """Start the process and wait for its handshake line. Raises ExtensionStartError.
 
         With a `zygote`, an eligible Python command is forked from it (same sandbox layers); if the zygote
-        cannot, the process is spawned normally.
+        cannot, the process is spawned normally. `cgroups`: the sandbox's cgroups of this process, removed
+        once it has exited (before `wait()` returns).
         """
         where = f"extension {name!r} (manifest {manifest_file})"
         proc: asyncio.subprocess.Process | ZygoteProcess | None = None
+        if cgroups is not None:
+            reap_stale_once(cgroups)  # what a killed host left behind
         launch = zygote_launch(argv, env) if zygote is not None and cwd.is_dir() else None
         if zygote is not None and launch is not None:
             with contextlib.suppress(ZygoteUnavailable):  # logged once by the zygote; spawn normally
@@ -83,7 +89,7 @@ class ExtensionProcess:
             raise ExtensionStartError(
                 f"{where}: cannot start {argv[0]!r}: {exc}", extension=name, manifest=manifest_file
             ) from None
-        self = cls(name, manifest_file, proc)
+        self = cls(name, manifest_file, proc, cgroups)
         assert proc.stderr is not None
         self._tasks.append(asyncio.ensure_future(self._pump(proc.stderr, "stderr")))
         try:
@@ -273,6 +279,13 @@ class ExtensionProcess:
 
     async def wait(self) -> int:
         return await asyncio.shield(self._exit)
+
+    async def _exited(self, proc: asyncio.subprocess.Process | ZygoteProcess, cgroups: CgroupLease | None) -> int:
+        """The exit code, once the process has exited and its sandbox cgroups are removed."""
+        code = await proc.wait()
+        if cgroups is not None:
+            await release_cgroups(cgroups, proc.pid, extension=self.name)
+        return code
 
     def close_lifeline(self) -> None:
         stdin = self._proc.stdin

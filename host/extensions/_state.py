@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from extension_sdk.proto import extension_pb2 as pb
 
+from ..sandbox._cgroups import CgroupLease
 from ._extension_client import ExtensionConnection
 from ._health import HealthProbe
 from ._manifest import Manifest, Permissions
@@ -76,6 +77,7 @@ class ExtensionRuntime:
         self.features: list[str] = []
         self.enforced: list[str] = []
         self.missing: list[str] = []
+        self.cgroups: CgroupLease | None = None  # the sandbox's cgroups of the current process (removed on exit)
         self.policy = CrashPolicy(manifest.restart)
         self.restarts = 0
         self.generation = 0

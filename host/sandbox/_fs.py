@@ -18,8 +18,11 @@ import importlib.util
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
+
+from ._etc import etc_view
 
 # Top-level system directories shown read-only (symlinks such as /bin -> usr/bin are recreated as symlinks).
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/node")
@@ -32,6 +35,7 @@ ETC_ENTRIES = (
 )
 SIDECARS = ("-wal", "-shm", "-journal")
 _MAX_COPY = 256 * 1024
+SYSTEM_VIEW_TTL_S = 30.0  # how long the scan of the system dirs and /etc is reused (it is the same for every start)
 
 
 def _real(path: str | Path) -> str:
@@ -56,13 +60,75 @@ def _python_paths() -> tuple[str, ...]:
     return tuple(sorted(paths))
 
 
+class _SystemView:
+    """What every extension's root shows of the system: read-only dirs, small /etc files to copy, symlinks.
+
+    Scanning it costs ~40 lstat/realpath calls; starting five extensions at once repeated that five times on
+    the host's event loop, so it is kept for SYSTEM_VIEW_TTL_S and then scanned again.
+    """
+
+    def __init__(self) -> None:
+        self.generation = 0  # bumped by every scan (the shared /etc view re-syncs then)
+        self.at = -SYSTEM_VIEW_TTL_S
+        self.ro: tuple[str, ...] = ()
+        self.copies: tuple[str, ...] = ()
+        self.symlinks: dict[str, str] = {}
+
+    def get(self) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]:
+        now = time.monotonic()
+        if now - self.at >= SYSTEM_VIEW_TTL_S:
+            self.ro, self.copies, self.symlinks = _scan_system()
+            self.at = now
+            self.generation += 1
+        return self.ro, self.copies, dict(self.symlinks)
+
+
+def _scan_system() -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]:
+    ro: list[str] = []
+    symlinks: dict[str, str] = {}
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            symlinks[d] = os.readlink(d)
+        elif os.path.isdir(d):
+            ro.append(d)
+    copies: list[str] = []  # small regular /etc files: copied into the root (cheaper than a bind mount each)
+    for entry in ETC_ENTRIES:
+        path = "/etc/" + entry
+        if not os.path.lexists(path):
+            continue
+        if os.path.islink(path):
+            symlinks[path] = _real(path)
+            path = _real(path)
+        if os.path.isfile(path) and path.startswith("/etc/") and os.path.getsize(path) <= _MAX_COPY:
+            copies.append(path)
+        else:
+            ro.append(path)
+    return tuple(ro), tuple(copies), symlinks
+
+
+_SYSTEM = _SystemView()
+
+
 def _command_paths(command: list[str]) -> list[str]:
     """The command's executable (resolved through PATH) and its installation prefix (node's lib dir)."""
     if not command:
         return []
-    exe = shutil.which(command[0]) if os.sep not in command[0] else command[0]
-    if exe is None:
-        return []
+    if os.sep in command[0] and not os.path.isabs(command[0]):
+        return list(_executable_paths(command[0]))  # relative to this process's cwd: not kept
+    key = (command[0], None if os.path.isabs(command[0]) else os.environ.get("PATH"))
+    found = _FOUND.get(key)
+    if found is None:
+        exe = command[0] if key[1] is None and os.path.isabs(command[0]) else shutil.which(key[0], path=key[1])
+        if exe is None:
+            return []  # not kept: it may be installed later
+        found = _FOUND[key] = _executable_paths(exe)
+    return list(found)
+
+
+_FOUND: dict[tuple[str, str | None], tuple[str, ...]] = {}  # a PATH lookup is ~20 stat calls: once per command
+
+
+def _executable_paths(exe: str) -> tuple[str, ...]:
     real = _real(exe)
     out = [real]
     bin_dir = os.path.dirname(real)
@@ -70,7 +136,7 @@ def _command_paths(command: list[str]) -> list[str]:
         prefix = os.path.dirname(bin_dir)
         if prefix not in ("/", "/usr"):
             out.append(prefix)
-    return out
+    return tuple(out)
 
 
 def _script_dir(command: list[str], cwd: Path) -> str | None:
@@ -91,32 +157,21 @@ def fs_view(
     scratch_mb: int,
     sockets: list[Path],
     private: list[Path],
+    shared_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """The launcher's `fs` spec for one extension (see the module docstring)."""
-    ro: list[str] = []
-    symlinks: dict[str, str] = {}
-    for d in SYSTEM_DIRS:
-        if os.path.islink(d):
-            symlinks[d] = os.readlink(d)
-        elif os.path.isdir(d):
-            ro.append(d)
-    copies: list[str] = []  # small regular /etc files: copied into the root (cheaper than a bind mount each)
-    for entry in ETC_ENTRIES:
-        path = "/etc/" + entry
-        if not os.path.lexists(path):
-            continue
-        if os.path.islink(path):
-            symlinks[path] = _real(path)
-            path = _real(path)
-        if os.path.isfile(path) and path.startswith("/etc/") and os.path.getsize(path) <= _MAX_COPY:
-            copies.append(path)
-        else:
-            ro.append(path)
+    """The launcher's `fs` spec for one extension (see the module docstring).
+
+    `shared_dir`: where the host may keep the /etc view all its extensions share (host/sandbox/_etc.py); without
+    it (or when it can't be written, or something the extension is shown lies under /etc) the launcher copies the
+    /etc files into each root instead.
+    """
+    ro, copies, symlinks = _SYSTEM.get()
+    command_paths = _command_paths(command)
     shown = [_real(cwd)] + ([_real(extension_dir)] if extension_dir is not None else [])
     script = _script_dir(command, cwd)
     if script is not None:
         shown.append(script)
-    wanted = [*ro, *_python_paths(), *_command_paths(command), *shown]
+    wanted = [*ro, *_python_paths(), *command_paths, *shown]
     # Parents first; a path inside an already-shown tree is visible through it.
     ordered: list[str] = []
     for path in sorted(set(wanted), key=lambda p: (p.count("/"), p)):
@@ -125,7 +180,7 @@ def fs_view(
         ordered.append(path)
     own_runtime = _real(runtime_subdir)
     rw = [own_runtime, *(_real(s) for s in sockets)]
-    keep = [*shown, own_runtime, *(_real(s) for s in sockets), *_command_paths(command)]
+    keep = [*shown, own_runtime, *(_real(s) for s in sockets), *command_paths]
     deny: list[str] = []
     for p in private:
         real = _real(p)
@@ -135,9 +190,18 @@ def fs_view(
                 continue  # it contains what the extension must see (e.g. the workspace is its cwd)
             if any(_under(c, v) for v in ordered) and os.path.lexists(c):
                 deny.append(c)
+    etc_mounts = [p for p in ordered if p.startswith("/etc/")]
+    own = [p for p in [*ordered, *rw, *deny, _real(scratch_dir)] if p not in etc_mounts]
+    view = None
+    if shared_dir is not None and not any(_under(p, "/etc") for p in own):
+        view = etc_view(shared_dir, _SYSTEM.generation, copies=copies, symlinks=symlinks, mount_points=etc_mounts)
+    if view is not None:
+        copies = ()
+        symlinks = {link: target for link, target in symlinks.items() if not link.startswith("/etc/")}
     return {
         "stage": _real(scratch_dir),
-        "copy": copies,
+        "etc": view,
+        "copy": list(copies),
         "ro": ordered,
         "rw": rw,
         "deny": sorted(set(deny)),

@@ -21,7 +21,8 @@ REASON` on stderr and exits 125 — it never runs the command with less confinem
      fs_read_...     a waiter (the pid the host sees) and an init (pid 1: private root via pivot_root, fresh
      egress          /proc, loopback + egress relay), which forks the extension; it drops every capability.
                      PR_SET_PDEATHSIG ties the tree to the host (or zygote). See the section comment below.
-  3. rlimits         RLIMIT_AS, RLIMIT_CPU (soft; hard = soft + 1 s -> SIGXCPU, then SIGKILL), RLIMIT_NOFILE
+  3. rlimits         RLIMIT_CPU (soft; hard = soft + 1 s -> SIGXCPU, then SIGKILL), RLIMIT_NOFILE, and
+                     RLIMIT_DATA when the plan has no memory cgroup (whatever the spec lists)
   4. no_new_privs    prctl(PR_SET_NO_NEW_PRIVS): setuid binaries and file capabilities grant nothing
   5. landlock_fs     Landlock: every write-type access is denied except beneath the listed writable
      landlock_scope  directories and files, and creating sockets beneath the listed socket directories
@@ -258,64 +259,15 @@ def cgroup_base(controller: str) -> tuple[str | None, str]:
     return None, f"no writable {controller} cgroup (v1 {controller} hierarchy or v2 with {controller} delegated)"
 
 
-_created_cgroups: list[tuple[int, str, int]] = []  # (fd of hookwire/, group name, fd of the cgroup we left)
-
-
-def _remember_cgroup(group: str, base: str) -> None:
-    """Keep fds to find the cgroup again: init's pivot_root also changes the waiter's root (same mount ns)."""
-    try:
-        root_fd = os.open(os.path.dirname(group), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        base_fd = os.open(base, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
-    _created_cgroups.append((root_fd, os.path.basename(group), base_fd))
-
-
-def _forget_cgroups() -> None:
-    """In init and the extension: the fds are the waiter's."""
-    for root_fd, _, base_fd in _created_cgroups:
-        os.close(root_fd)
-        os.close(base_fd)
-    _created_cgroups.clear()
-
-
-def _leave_cgroups() -> None:
-    """The waiter, once the sandbox is gone: move back out of its cgroups and remove them (best effort;
-    a later launch reaps what is left)."""
-    for root_fd, name, base_fd in reversed(_created_cgroups):
-        try:
-            fd = os.open("cgroup.procs", os.O_WRONLY | os.O_CLOEXEC, dir_fd=base_fd)
-            try:
-                os.write(fd, str(os.getpid()).encode())
-            finally:
-                os.close(fd)
-            os.rmdir(name, dir_fd=root_fd)
-        except OSError:
-            pass
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _fresh_cgroup(base: str, name: str) -> str:
-    """Create this process's cgroup `<base>/hookwire/<name>-<pid>`, first reaping those of launchers that are gone
-    (rmdir refuses populated ones); raises OSError."""
+    """Create this process's cgroup `<base>/hookwire/<name>-<pid>`; raises OSError.
+
+    Nothing here removes it: the host does, once this process has exited (host/sandbox/_cgroups.py), and reaps
+    those of processes that are gone when it starts its first extension (left by a host that was killed).
+    Reaping here, on every start, contended with the other starts' joins for the kernel's cgroup lock.
+    """
     root = os.path.join(base, "hookwire")
     os.makedirs(root, exist_ok=True)
-    for entry in os.listdir(root):
-        pid_text = entry.rpartition("-")[2]
-        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
-            try:
-                os.rmdir(os.path.join(root, entry))
-            except OSError:
-                pass
     group = os.path.join(root, f"{name}-{os.getpid()}")
     os.makedirs(group, exist_ok=True)
     return group
@@ -326,7 +278,6 @@ def apply_pids_cgroup(base: str, name: str, maximum: int) -> None:
         group = _fresh_cgroup(base, name)
         _write_file(os.path.join(group, "pids.max"), str(maximum))
         _write_file(os.path.join(group, "cgroup.procs"), str(os.getpid()))
-        _remember_cgroup(group, base)
     except OSError as exc:
         raise SandboxError("process_limit", f"pids cgroup under {base}: {exc}") from None
 
@@ -345,7 +296,6 @@ def apply_memory_cgroup(base: str, name: str, limit: int) -> None:
             if os.path.exists(memsw):
                 _write_file(memsw, str(limit))
         _write_file(os.path.join(group, "cgroup.procs"), str(os.getpid()))
-        _remember_cgroup(group, base)
     except OSError as exc:
         raise SandboxError("memory_cgroup", f"memory cgroup under {base}: {exc}") from None
 
@@ -479,7 +429,8 @@ def _bind(root: str, path: str, *, writable: bool, remount_ro: bool = True) -> N
 def mount_root(fs: dict[str, Any], cwd: str) -> None:
     """Build the private root and pivot into it (init only: it also mounts the pid namespace's /proc).
 
-    fs = {"stage": dir to mount the new root's tmpfs on (hidden by it), "copy": [small files copied in],
+    fs = {"stage": dir to mount the new root's tmpfs on (hidden by it), "etc": the host's /etc view to bind at
+          /etc (host/sandbox/_etc.py) | None, "copy": [small files copied in],
           "ro": [paths], "rw": [paths], "deny": [paths], "symlinks": {path: target},
           "scratch": {"path", "size_mb"} | None, "writes_landlocked": bool (skip the per-bind ro remount)}
     Paths appear at the same place. Denied paths (inside a visible tree) are covered by an empty,
@@ -510,10 +461,20 @@ def _build_root(fs: dict[str, Any], stage: str, cwd: str) -> None:
             os.makedirs(root + "/" + sub, exist_ok=True)
     except OSError as exc:
         raise SandboxError("fs_read_confinement", f"building the root: {exc}") from None
-    for path in fs.get("copy", []):
-        _copy_in(root, path)
     # With Landlock denying writes the per-bind read-only remount is redundant (and as costly as the bind).
     remount_ro = not fs.get("writes_landlocked", False)
+    etc = fs.get("etc")
+    if etc:  # the host's shared /etc view (copies, symlinks, mount points): one bind instead of a copy each
+        target = root + "/etc"
+        try:
+            os.makedirs(target, exist_ok=True)
+        except OSError as exc:
+            raise SandboxError("fs_read_confinement", f"mount point for /etc: {exc.strerror}") from None
+        _mount(etc, target, None, MS_BIND)
+        if remount_ro:
+            _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | _locked_flags(target))
+    for path in fs.get("copy", []):
+        _copy_in(root, path)
     for path in fs.get("ro", []):
         _bind(root, path, writable=False, remount_ro=remount_ro)
     for node in _DEV_NODES:
@@ -550,21 +511,22 @@ def _build_root(fs: dict[str, Any], stage: str, cwd: str) -> None:
         os.chdir("/")
 
 
+class _CapHeader(ctypes.Structure):  # module level: defining a ctypes class costs more than the syscalls
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
 def drop_capabilities() -> None:
     """No capability left in the user namespace: no mount/umount, no raw sockets, no DAC override."""
     for cap in range(64):
         if _prctl(PR_CAPBSET_DROP, cap) != 0 and ctypes.get_errno() == errno.EINVAL:
             break
     _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
-
-    class _Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class _Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-    header = _Header(0x20080522, 0)
-    data = (_Data * 2)()
+    header = _CapHeader(0x20080522, 0)
+    data = (_CapData * 2)()
     if _libc.capset(ctypes.byref(header), ctypes.byref(data)) != 0:
         raise SandboxError("pid_namespace", f"capset: {_errno_text()}")
 
@@ -575,7 +537,8 @@ def _exit_like(status: int) -> None:
 
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those two can't be caught (signal() raises EINVAL)
+            signal.signal(sig, signal.SIG_DFL)
         _prctl(4, 0)  # PR_SET_DUMPABLE 0: no core file for a relayed SIGSEGV/SIGQUIT
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)
@@ -606,7 +569,6 @@ def _waiter(init_pid: int, status_r: int) -> None:
         pass
     if reported.strip().isdigit():
         status = int(reported.strip())
-    _leave_cgroups()
     _exit_like(status)
 
 
@@ -706,7 +668,6 @@ def contain(spec: dict[str, Any], parent_pid: int | None) -> None:
     # init
     os.close(status_r)
     os.close(life_w)
-    _forget_cgroups()
     try:
         _die_with_parent(None)
         if select.select([life_r], [], [], 0)[0]:  # the waiter died before our prctl: nobody to serve

@@ -6,7 +6,9 @@ Every layer is named; `enforced` lists what the launcher will apply (it exits 12
 rather than run with less), `missing` lists what was wanted but this machine (or hookwire) cannot enforce.
 
 Layers:
-  rlimits          RLIMIT_AS = limits.memoryMb, RLIMIT_CPU = limits.cpuSeconds, RLIMIT_NOFILE = limits.openFiles
+  rlimits          RLIMIT_CPU = limits.cpuSeconds, RLIMIT_NOFILE = limits.openFiles, and RLIMIT_DATA = limits.memoryMb
+                   only where no memory cgroup can be made (never RLIMIT_AS: V8 and the JVM reserve far more address
+                   space than they use, and Node aborts under a 512 MB RLIMIT_AS)
   process_limit    limits.processes (tasks: threads count too) via a pids cgroup, or, for a non-root uid,
                    RLIMIT_NPROC inside the user namespace. Root is exempt from RLIMIT_NPROC even inside a user
                    namespace (the kernel checks the global uid), so as root only a pids cgroup holds.
@@ -32,7 +34,8 @@ Layers:
                    interpreter, the extension's cwd/dir, its scratch and its own runtime subdir (+ granted
                    sockets); the store, workspace, sibling extensions and other host sockets are not there
                    or are covered (host/sandbox/_fs.py). Also what makes `network: []` cover Unix sockets.
-  memory_cgroup    limits.memoryMb for the extension's whole process tree (memory cgroup, swap included)
+  memory_cgroup    limits.memoryMb for the extension's whole process tree (memory cgroup, swap included): resident
+                   memory, what an extension really uses; no per-process memory rlimit on top of it
   scratch_quota    scratch is a tmpfs of limits.scratchMb inside the mount namespace (charged to the memory
                    cgroup); it is private to the extension's generation (the host does not see it)
 """
@@ -53,6 +56,7 @@ from pydantic import BaseModel, Field
 
 from .._errors import SandboxUnavailable
 from ..extensions._manifest import Manifest, sanitize_name
+from ._cgroups import CgroupLease
 from ._fs import fs_view
 
 SandboxMode = Literal["off", "auto", "required"]
@@ -75,6 +79,9 @@ class LaunchPlan(BaseModel):
     enforced: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     reasons: dict[str, str] = Field(default_factory=dict, description="missing layer -> why it is missing")
+    cgroups: CgroupLease | None = Field(
+        default=None, description="the cgroups the launcher creates (the host removes them after the process exits)"
+    )
 
 
 class _ProcessLimitSpec(BaseModel):
@@ -158,12 +165,19 @@ def sandbox_capabilities() -> dict[str, Any]:
     no_new_privs, landlock_fs, landlock_scope, pid_namespace, fs_read_confinement, memory_cgroup,
     scratch_quota); process_limit's detail names its mechanism.
     """
+    caps = _capabilities()
+    return {**caps, "layers": {name: dict(layer) for name, layer in caps["layers"].items()}}
+
+
+@functools.lru_cache(maxsize=1)
+def _capabilities() -> dict[str, Any]:
+    """sandbox_capabilities, computed once (every plan reads it: five starts at once read it five times)."""
     probed = _probe()
     raw: dict[str, dict[str, Any]] = probed["layers"]
     layers: dict[str, dict[str, Any]] = {}
     linux = sys.platform == "linux"
     layers["rlimits"] = (
-        {"available": True, "detail": "setrlimit AS, CPU, NOFILE"} if linux else _unavailable("not Linux")
+        {"available": True, "detail": "setrlimit CPU, NOFILE; DATA (memoryMb) where no memory cgroup"} if linux else _unavailable("not Linux")
     )
     pids = raw.get("pids_cgroup", _unavailable("not probed"))
     userns = raw.get("user_namespace", _unavailable("not probed"))
@@ -203,6 +217,20 @@ def _egress_layer(net: dict[str, Any]) -> dict[str, Any]:
                             "rather than given the whole network")
     return {"available": True, "detail": f"per-extension proxy on a Unix socket, reached through a relay on "
                                          f"127.0.0.1:{EGRESS_PORT} in the extension's network namespace"}
+
+
+def _rlimits(manifest: Manifest, *, memory_cgroup: bool) -> dict[str, int]:
+    """The launcher's rlimits: CPU and open files always; memory per process only without a memory cgroup.
+
+    RLIMIT_DATA (private writable memory: heap, anonymous mappings) rather than RLIMIT_AS: V8 reserves ~1 GB of
+    address space it never touches (its CodeRange) and the JVM reserves its whole heap and metaspace up front,
+    so an address-space limit stops them at start while their resident use is small.
+    """
+    limits = manifest.limits
+    out = {"CPU": limits.cpu_seconds, "NOFILE": limits.open_files}
+    if not memory_cgroup:
+        out["DATA"] = limits.memory_mb * 1024 * 1024
+    return out
 
 
 def egress_env(port: int = EGRESS_PORT) -> dict[str, str]:
@@ -286,10 +314,7 @@ def plan_launch(
     spec = _LauncherSpec(
         extension=manifest.name,
         extension_id=sanitize_name(manifest.name)[:64],
-        rlimits=(
-            {"AS": limits.memory_mb * 1024 * 1024, "CPU": limits.cpu_seconds, "NOFILE": limits.open_files}
-            if "rlimits" in enforced else {}
-        ),
+        rlimits=_rlimits(manifest, memory_cgroup="memory_cgroup" in enforced) if "rlimits" in enforced else {},
         no_new_privs="no_new_privs" in enforced,
         user_namespace="user_namespace" in enforced,
         net_namespace="net_namespace" in enforced,
@@ -306,7 +331,8 @@ def plan_launch(
                     extension_dir=Path(manifest.source).parent if manifest.source else None,
                     runtime_subdir=own_sockets, scratch_dir=Path(scratch_dir), scratch_mb=limits.scratch_mb,
                     sockets=[Path(s) for s in sockets] + ([Path(egress.socket)] if egress is not None else []),
-                    private=list(private_paths)) | {"writes_landlocked": landlock is not None}
+                    private=list(private_paths), shared_dir=Path(runtime_dir))
+            | {"writes_landlocked": landlock is not None}
             if "fs_read_confinement" in enforced else None
         ),
         egress=egress,
@@ -317,8 +343,12 @@ def plan_launch(
     if landlock is not None:
         plan_env["TMPDIR"] = str(Path(scratch_dir).resolve())  # /tmp is not writable in the sandbox
     if "rlimits" in enforced:
-        # glibc reserves 64 MB of address space per thread arena; under RLIMIT_AS that exhausts the limit early.
+        # glibc keeps up to 8 x cores thread arenas; two keep a small extension's resident memory small.
         plan_env.setdefault("MALLOC_ARENA_MAX", "2")
     # -S: the launcher needs only the stdlib; skipping site (and its .pth files) saves ~90 ms per start.
     argv = [sys.executable, "-I", "-S", str(LAUNCHER_PATH), "--spec", spec.model_dump_json(), "--", *command]
-    return LaunchPlan(argv=argv, env=plan_env, enforced=enforced, missing=missing, reasons=reasons)
+    cgroup_bases = ([process_limit.base] if process_limit is not None and process_limit.mechanism == "pids_cgroup"
+                    and process_limit.base else []) + ([spec.memory_cgroup.base] if spec.memory_cgroup else [])
+    cgroups = (CgroupLease(dirs=[os.path.join(b, "hookwire") for b in cgroup_bases], name=spec.extension_id)
+               if cgroup_bases else None)
+    return LaunchPlan(argv=argv, env=plan_env, enforced=enforced, missing=missing, reasons=reasons, cgroups=cgroups)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -149,6 +150,37 @@ def test_memory_bomb_dies_under_the_memory_limit(dirs: Dirs) -> None:
     assert done.returncode != 0
     assert "allocated" not in done.stdout
     assert "MemoryError" in done.stderr or done.returncode < 0
+
+
+def test_etc_is_one_read_only_view_shared_by_the_host_s_extensions(dirs: Dirs) -> None:
+    """The /etc allowlist is one directory per host runtime dir, bound read-only at /etc (no copy per start)."""
+    require("fs_read_confinement")
+    plans = [json.loads(plan_launch(_manifest(), command=[sys.executable, "x.py"], env={}, scratch_dir=dirs.scratch,
+                                    runtime_dir=dirs.runtime, mode="auto").argv[5])["fs"] for _ in range(2)]
+    assert plans[0]["etc"] == plans[1]["etc"] == str((dirs.runtime / "etc-view").resolve())
+    assert plans[0]["copy"] == []
+    done = _run(dirs, """
+        import os
+        import hashlib
+        print(hashlib.sha256(open("/etc/hosts", "rb").read()).hexdigest(), os.path.exists("/etc/shadow"))
+        try:
+            open("/etc/hosts", "a").write("x")
+        except OSError as exc:
+            print(type(exc).__name__)
+    """)
+    with open("/etc/hosts", "rb") as fh:
+        host_hosts = hashlib.sha256(fh.read()).hexdigest()
+    assert done.stdout.split() == [host_hosts, "False", "PermissionError"], done.stderr
+
+
+def test_an_extension_killed_by_sigkill_is_reported_as_killed_by_sigkill(dirs: Dirs) -> None:
+    """What an OOM kill in the memory cgroup looks like: the waiter relays SIGKILL (it can't install a handler)."""
+    require("pid_namespace")
+    done = _run(dirs, """
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    assert (done.returncode, done.stderr) == (-signal.SIGKILL, "")
 
 
 def test_cpu_spin_is_killed_by_the_cpu_limit(dirs: Dirs) -> None:

@@ -110,7 +110,7 @@ def _cmd_schema() -> int:
 
 def _cmd_new(name: str, directory: str | None) -> int:
     from ._manifest import sanitize_name
-    from ._scaffold import scaffold_extension
+    from ._scaffold import next_step_line, scaffold_extension
 
     try:
         target = Path(directory or sanitize_name(name))
@@ -119,7 +119,7 @@ def _cmd_new(name: str, directory: str | None) -> int:
         raise CliError(str(exc)) from None
     for path in written:
         print(f"wrote {path}")
-    print(f"next: cd {target} && python -m pytest -q")
+    print(next_step_line(target))
     return 0
 
 

@@ -195,3 +195,83 @@ async def test_a_before_turn_reply_over_16_mib_is_that_hooks_error() -> None:
         assert "the beforeTurn reply is 17.0 MiB" in info.value.message
         with pytest.raises(HookFailed, match="ReplyTooLarge"):  # and the extension still answers
             await h.before_turn()
+
+
+# -- through the real host (a process, the Connect stream) ---------------------------------------------------
+
+HOST_FIXTURE = '''
+import os, time
+from extension_sdk import Extension
+
+ext = Extension("pitfalls", "1.0.0")
+
+@ext.tool(description="more than the host accepts in one message")
+def flood(args):
+    return "x" * (17 * 1024 * 1024)
+
+@ext.tool(description="small")
+def small(args):
+    return "ok"
+
+@ext.tool(description="answers after a moment")
+async def later(args):
+    import asyncio
+    await asyncio.sleep(0.3)
+    return "later"
+
+@ext.hook("beforeTurn")
+def slow(snapshot):
+    # blocks until the test's marker file exists (or 30 s)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(snapshot["system"]) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return {"maxSteps": 7}
+
+if __name__ == "__main__":
+    ext.serve()
+'''
+
+
+async def _host_with_fixture(tmp_path):  # type: ignore[no-untyped-def]
+    from host import ExtensionManager, parse_manifest
+
+    (tmp_path / "pitfalls.py").write_text(HOST_FIXTURE)
+    mgr = ExtensionManager(sandbox="off")
+    await mgr.__aenter__()
+    manifest = parse_manifest({"name": "pitfalls", "command": ["python", "pitfalls.py"],
+                               "limits": {"toolOutputKb": 16384}}, str(tmp_path / "m.yaml"))
+    await mgr.load(manifest)
+    return mgr
+
+
+async def test_through_the_host_an_oversized_tool_reply_fails_that_call_only(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from host import ExtensionToolError
+
+    mgr = await _host_with_fixture(tmp_path)
+    try:
+        with pytest.raises(ExtensionToolError, match=r"^tool 'flood' output is 17.0 MiB \(17825794 bytes\); the most"):
+            await mgr.execute_tool("pitfalls_flood", {})
+        assert await mgr.execute_tool("pitfalls_small", {}) == "ok"
+    finally:
+        await mgr.close()
+
+
+async def test_through_the_host_a_blocking_sync_hook_does_not_stall_a_tool_in_flight(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # On the Connect stream frames are handled in order, so a tool call sent *after* an awaited hook waits for it
+    # (the contract); one already running must go on answering while a sync hook blocks.
+    from host import TurnSnapshot
+
+    mgr = await _host_with_fixture(tmp_path)
+    marker = tmp_path / "release"
+    try:
+        tool = asyncio.create_task(mgr.execute_tool("pitfalls_later", {}))
+        await asyncio.sleep(0.05)
+        turn = asyncio.create_task(mgr.before_turn(TurnSnapshot(system=str(marker))))
+        try:
+            assert await asyncio.wait_for(tool, 10) == "later"
+            assert not turn.done()
+        finally:
+            marker.touch()
+        assert (await turn).patch.max_steps == 7
+    finally:
+        await mgr.close()

@@ -94,7 +94,8 @@ class ExtensionHarness:
     Snapshots are given as the handler receives them (camelCase; snake_case works too); fields left out get
     neutral defaults. A handler that raises makes the call raise `HookFailed` / `ToolFailed` with the
     extension's traceback. `bridge=False` gives handlers `host=None`, as for a manifest that grants nothing.
-    Every call carries the CallContext (`session_id`, a fresh request id: see `current_call()`).
+    Every call carries the CallContext the host would send (see `current_call()`): `session_id`, and the
+    `request_id` of the turn in progress, shared by all calls until `next_turn()` starts another.
     For tests without an event loop use `SyncExtensionHarness` (same methods, blocking) or the
     `extension_harness` pytest fixture.
     """
@@ -122,8 +123,8 @@ class ExtensionHarness:
         self.host = FakeHost(files=files, messages=messages, context=context, metadata=metadata,
                              model_id=model_id, deny=deny, token=self._token)
         self._bridge_enabled = bridge
-        self._requests = itertools.count(1)
-        self.last_request_id = ""
+        self._turns = itertools.count(1)
+        self.request_id = f"test-request-{next(self._turns)}"
         self._dir: str | None = None
         self._servers: list[grpc.aio.Server] = []
         self._conn: HostConnection | None = None
@@ -201,8 +202,12 @@ class ExtensionHarness:
         return ((TOKEN_METADATA_KEY, self._token),)
 
     def _context(self) -> pb.CallContext:
-        self.last_request_id = f"test-request-{next(self._requests)}"
-        return pb.CallContext(session_id=self.session_id, request_id=self.last_request_id)
+        return pb.CallContext(session_id=self.session_id, request_id=self.request_id)
+
+    def next_turn(self) -> str:
+        """Start another turn: the calls after this carry a new request id (returned), as the host's next turn's do."""
+        self.request_id = f"test-request-{next(self._turns)}"
+        return self.request_id
 
     def _stub_or_raise(self) -> extension_pb2_grpc.ExtensionStub:
         if self._stub is None:

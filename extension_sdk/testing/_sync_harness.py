@@ -43,8 +43,11 @@ class SyncExtensionHarness:
         return self._harness.session_id
 
     @property
-    def last_request_id(self) -> str:
-        return self._harness.last_request_id
+    def request_id(self) -> str:
+        return self._harness.request_id
+
+    def next_turn(self) -> str:
+        return self._harness.next_turn()
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._loop is None:

@@ -197,11 +197,14 @@ async def test_without_a_bridge_handlers_get_host_none() -> None:
         assert await h.call_tool("which") == "None"
 
 
-async def test_each_call_carries_the_session_and_a_fresh_request_id() -> None:
+async def test_calls_of_a_turn_share_its_request_id_until_the_next_turn() -> None:
     async with ExtensionHarness(_notes_extension(), session_id="s-42") as h:
         first = await h.call_tool("whoami")
-        second = await h.call_tool("whoami")
-    assert (first, second) == (["s-42", "test-request-1"], ["s-42", "test-request-2"])
+        same_turn = await h.call_tool("whoami")
+        assert h.next_turn() == "test-request-2"
+        next_turn = await h.call_tool("whoami")
+    assert first == same_turn == ["s-42", "test-request-1"]
+    assert next_turn == ["s-42", "test-request-2"]
 
 
 async def test_describe_reports_hooks_tools_and_schemas() -> None:

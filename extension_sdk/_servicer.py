@@ -10,7 +10,7 @@ import inspect
 import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any
 
 import grpc
@@ -104,7 +104,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
         ext: Extension,
         conn: HostConnection | None,
         on_shutdown: Callable[[float], None],
-        executor: ThreadPoolExecutor,
+        executor: Executor,
     ) -> None:
         self._ext = ext
         self._conn = conn

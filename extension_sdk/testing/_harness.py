@@ -18,7 +18,6 @@ import shutil
 import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
@@ -31,6 +30,7 @@ from .._reply_limit import MAX_REPLY_BYTES
 from .._servicer import ExtensionServicer, TokenInterceptor
 from ..proto import TOKEN_METADATA_KEY, extension_pb2 as pb, extension_pb2_grpc, host_bridge_pb2_grpc
 from . import _wire
+from ._daemon_executor import DaemonExecutor
 from ._fake_host import FakeHost
 
 _SERVER_MAX_MESSAGE = 64 * 1024 * 1024  # as extension_sdk serves (the host's 16 MiB limit is on our client)
@@ -128,7 +128,7 @@ class ExtensionHarness:
         self._dir: str | None = None
         self._servers: list[grpc.aio.Server] = []
         self._conn: HostConnection | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: DaemonExecutor | None = None
         self._channel: grpc.aio.Channel | None = None
         self._stub: extension_pb2_grpc.ExtensionStub | None = None
 
@@ -156,7 +156,7 @@ class ExtensionHarness:
                 await bridge.start()
                 self._servers.append(bridge)
                 self._conn = HostConnection(bridge_target, self._token)
-            self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix=f"{self.ext.name}-tool")
+            self._executor = DaemonExecutor(max_workers=8, name=f"{self.ext.name}-handler")
             servicer = ExtensionServicer(self.ext, self._conn, on_shutdown=lambda _grace: None,
                                          executor=self._executor)
             server = grpc.aio.server(

@@ -227,3 +227,35 @@ def test_extension_harness_fixture_serves_an_extension_in_a_plain_test(extension
     h = extension_harness(_notes_extension(), files={"a.md": "A"})
     assert h.call_tool("greet", {"name": "Bo"}) == "Hello, Bo!"
     assert h.before_turn(system="S") == {"system": "S Be brief.", "maxSteps": 3, "temperature": 0.5}
+
+
+STUCK = """
+import asyncio, threading
+from extension_sdk import Extension
+from extension_sdk.testing import ExtensionHarness
+
+ext = Extension("stuck")
+
+@ext.tool(description="never returns")
+def hang(args):
+    threading.Event().wait()
+
+async def main():
+    async with ExtensionHarness(ext, timeout_s=0.5) as h:
+        try:
+            await h.call_tool("hang")
+        except TimeoutError as exc:
+            print(exc, flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_a_stuck_sync_handler_times_out_and_does_not_keep_the_process_alive(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    (tmp_path / "stuck.py").write_text(STUCK)
+    proc = subprocess.run([sys.executable, "stuck.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "tool 'hang' of extension 'stuck' did not answer within 0.5 s\n"

@@ -20,7 +20,8 @@ class DaemonExecutor(Executor):
         self._name = name
         self._work: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
-        self._idle = 0
+        self._idle = 0  # workers waiting for work
+        self._pending = 0  # work queued that no worker has taken yet
         self._lock = threading.Lock()
         self._closed = False
 
@@ -30,7 +31,8 @@ class DaemonExecutor(Executor):
             if self._closed:
                 raise RuntimeError("cannot schedule new work after shutdown")
             self._work.put((future, fn, args, kwargs))
-            if self._idle == 0 and len(self._threads) < self._max:
+            self._pending += 1
+            if self._pending > self._idle and len(self._threads) < self._max:
                 thread = threading.Thread(target=self._run, name=f"{self._name}-{len(self._threads)}", daemon=True)
                 self._threads.append(thread)
                 thread.start()
@@ -43,6 +45,8 @@ class DaemonExecutor(Executor):
             item = self._work.get()
             with self._lock:
                 self._idle -= 1
+                if item is not _STOP:
+                    self._pending -= 1
             if item is _STOP:
                 return
             future, fn, args, kwargs = item

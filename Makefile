@@ -8,9 +8,12 @@ NODE_EXT := sample_extensions/node_echo
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# Two distributions from this tree: hookwire-sdk (sdk/pyproject.toml: what an extension author installs) and
+# hookwire (the host, which depends on it). Both editable.
+$(VENV)/.installed: pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ./sdk
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 

@@ -16,8 +16,10 @@
     if __name__ == "__main__":
         ext.serve()
 
-Depends only on grpcio, grpcio-health-checking and protobuf. Generated protocol modules live in
-`extension_sdk.proto`.
+Depends only on grpcio, grpcio-health-checking, protobuf, pydantic (results by its JSON mode) and jsonschema
+(tool schemas checked when declared); installed as the `hookwire-sdk` distribution. Generated protocol modules
+live in `extension_sdk.proto` (the .proto files too, in an installed SDK). Test an extension without a host with
+`extension_sdk.testing`.
 """
 
 __version__ = "0.1.0"

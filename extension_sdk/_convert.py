@@ -27,15 +27,29 @@ def _decode(text: str) -> Any:
         return text
 
 
+class UnconvertibleValue(TypeError):
+    """A handler returned a value that has no JSON form (named in the message)."""
+
+
 def _fallback(value: Any) -> Any:
+    """A JSON-able form of a value `json` can't encode, by pydantic's JSON mode: pydantic models (camelCase),
+    datetime/date/time (ISO 8601), Decimal and UUID (strings), bytes (UTF-8 text), sets and tuples (lists),
+    dataclasses (dicts), enums (their values). Anything else is an `UnconvertibleValue`, never a placeholder."""
     dump = getattr(value, "model_dump", None)
-    if callable(dump):
+    if callable(dump) and not isinstance(value, type):
         return dump(mode="json", by_alias=True)
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return f"<{type(value).__name__}>"
+    from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+    try:
+        return to_jsonable_python(value, by_alias=True)
+    except UnicodeDecodeError as exc:
+        raise UnconvertibleValue(
+            f"bytes that are not UTF-8 text have no JSON form ({exc.reason} at byte {exc.start}); "
+            f"return them base64- or hex-encoded as a str"
+        ) from None
+    except PydanticSerializationError as exc:
+        raise UnconvertibleValue(f"a {type(value).__module__}.{type(value).__qualname__} value has no JSON form "
+                                 f"({exc}); return a dict, list, str, number, bool or None") from None
 
 
 def _as_plain(value: Any) -> Any:
@@ -47,7 +61,8 @@ def _as_plain(value: Any) -> Any:
 
 
 def encode_json(value: Any) -> str:
-    """JSON-encode a handler's value; pydantic models are dumped, unserializable values become a placeholder."""
+    """JSON-encode a handler's value (see `_fallback` for what beyond plain JSON converts); raises
+    `UnconvertibleValue` naming what has no JSON form."""
     return json.dumps(value, default=_fallback, ensure_ascii=False)
 
 

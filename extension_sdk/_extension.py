@@ -90,7 +90,10 @@ class Extension:
 
         The handler takes `(args)` or `(args, host)`; it may be sync (run in a worker thread), async,
         or an async generator (each yielded value but the last is a preliminary result).
-        With a pydantic model, `args` is a validated instance of it.
+        With a pydantic model, `args` is a validated instance of it. A dict is checked against the JSON Schema
+        meta-schema here (ValueError naming the wrong field). The result is converted to JSON with pydantic's
+        JSON mode (datetime, Decimal, UUID, bytes, sets, dataclasses, models); a value with no JSON form, or
+        one over the 16 MiB reply limit, is that call's error.
         """
         if callable(name) and not isinstance(name, str):
             raise TypeError(f"extension {self.name!r}: use @ext.tool(...) with parentheses")
@@ -105,6 +108,9 @@ class Extension:
             elif parameters is None:
                 schema = {"type": "object", "properties": {}}
             elif isinstance(parameters, dict):
+                from ._schema_check import check_tool_schema
+
+                check_tool_schema(self.name, tool_name, parameters)
                 schema = parameters
             else:
                 raise TypeError(
@@ -130,7 +136,9 @@ class Extension:
     def hook(self, name: str) -> Callable[[F], F]:
         """Register a hook handler: beforeTurn, beforeToolCall, afterToolCall, onStepFinish or onChunk.
 
-        The handler takes `(snapshot)` or `(snapshot, host)` and may be sync or async; it runs inline.
+        The handler takes `(snapshot)` or `(snapshot, host)` and may be sync or async. A sync handler runs in a
+        worker thread (use `host.sync` there), so a blocking one never holds up the extension's other calls.
+        A name that is not a hook raises ValueError listing the valid ones.
         """
         if name not in HOOK_NAMES:
             raise ValueError(

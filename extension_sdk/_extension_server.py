@@ -10,7 +10,7 @@ import inspect
 import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any
 
 import grpc
@@ -34,6 +34,7 @@ from ._convert import (
 )
 from ._extension import Extension, HookDef, ToolDef
 from ._grants import Grants
+from ._reply_limit import bounded, tool_value_json
 from .proto import PROTOCOL_VERSION, TOKEN_METADATA_KEY
 from .proto import extension_pb2 as pb
 from .proto import extension_pb2_grpc as pb_grpc
@@ -106,7 +107,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
         ext: Extension,
         conn: HostConnection | None,
         on_shutdown: Callable[[float], None],
-        executor: ThreadPoolExecutor,
+        executor: Executor,
     ) -> None:
         self._ext = ext
         self._conn = conn
@@ -121,10 +122,33 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
 
     async def _call_hook(self, hook: HookDef, snapshot: dict[str, Any], context: pb.CallContext) -> Any:
         set_current_call(context)
-        result = self._start_hook(hook, snapshot, context.session_id)
-        if hook.is_async or inspect.isawaitable(result):
+        if hook.is_async:
+            return await self._start_hook(hook, snapshot, context.session_id)
+        # A sync handler runs in a worker thread: a blocking one must not stall the tools and calls of others.
+        result = await asyncio.get_running_loop().run_in_executor(
+            self._executor,
+            contextvars.copy_context().run,
+            functools.partial(self._start_hook, hook, snapshot, context.session_id),
+        )
+        if inspect.isawaitable(result):
             result = await result
         return result
+
+    def _run_sync_hooks(
+        self, work: list[tuple[str, HookDef, dict[str, Any]]], session_id: str, errors: list[pb.HookError]
+    ) -> tuple[int, Any]:
+        """Run consecutive sync observation handlers in order (in a worker thread), adding their errors to
+        `errors`. Stops at a handler that returned an awaitable (a lambda around an async call): (how many ran,
+        that awaitable) for the loop to await before the rest; (len(work), None) when all ran."""
+        for i, (name, hook, snapshot) in enumerate(work):
+            try:
+                result = self._start_hook(hook, snapshot, session_id)
+            except Exception as exc:
+                errors.append(self._failed(name, exc))
+                continue
+            if inspect.isawaitable(result):
+                return i + 1, result
+        return len(work), None
 
     def _start_hook(self, hook: HookDef, snapshot: dict[str, Any], session_id: str) -> Any:
         """Call a handler (the call context is already set): its result, or an awaitable for an async one."""
@@ -145,7 +169,9 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
             patch = turn_patch(result)
         except Exception as exc:
             return pb.BeforeTurnResponse(error=self._failed("beforeTurn", exc))
-        return pb.BeforeTurnResponse(config=patch) if patch is not None else pb.BeforeTurnResponse()
+        if patch is None:
+            return pb.BeforeTurnResponse()
+        return bounded(pb.BeforeTurnResponse(config=patch), "beforeTurn")
 
     async def _before_tool_call(self, request: pb.BeforeToolCallRequest) -> pb.BeforeToolCallResponse:
         hook = self._hooks.get("beforeToolCall")
@@ -156,7 +182,9 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
             decision = tool_decision(result)
         except Exception as exc:
             return pb.BeforeToolCallResponse(error=self._failed("beforeToolCall", exc))
-        return pb.BeforeToolCallResponse(decision=decision) if decision is not None else pb.BeforeToolCallResponse()
+        if decision is None:
+            return pb.BeforeToolCallResponse()
+        return bounded(pb.BeforeToolCallResponse(decision=decision), "beforeToolCall")
 
     async def _observe_one(
         self, name: str, build: Callable[[Any], dict[str, Any]], snapshot: Any, context: pb.CallContext
@@ -171,13 +199,16 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
         return pb.HookAck()
 
     async def _observe(self, batch: pb.ObservationBatch) -> pb.ObservationAck:
-        """Handle a batch in order. All its items share one call context, set once."""
+        """Handle a batch in order. All its items share one call context, set once. Consecutive sync handlers
+        run together in one worker thread (off the event loop); async ones are awaited on the loop."""
         hooks = self._hooks
         context = batch.context
         set_current_call(context)
         session_id = context.session_id
         errors: list[pb.HookError] = []
         handled = 0
+        sync_run: list[tuple[str, HookDef, dict[str, Any]]] = []
+        loop = asyncio.get_running_loop()
         for item in batch.items:
             handled += 1
             kind = item.WhichOneof("event")
@@ -188,13 +219,43 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
             if hook is None:
                 continue
             try:
-                result = self._start_hook(hook, spec[1](getattr(item, kind)), session_id)
-                if hook.is_async or inspect.isawaitable(result):
-                    await result
-                    set_current_call(context)  # an async handler may have changed it in this task
+                snapshot = spec[1](getattr(item, kind))
             except Exception as exc:
                 errors.append(self._failed(spec[0], exc))
-        return pb.ObservationAck(handled=handled, errors=errors)
+                continue
+            if not hook.is_async:
+                sync_run.append((spec[0], hook, snapshot))
+                continue
+            if sync_run:
+                errors.extend(await self._sync_in_worker(loop, sync_run, session_id))
+                sync_run = []
+            try:
+                await self._start_hook(hook, snapshot, session_id)
+            except Exception as exc:
+                errors.append(self._failed(spec[0], exc))
+            set_current_call(context)  # an async handler may have changed it in this task
+        if sync_run:
+            errors.extend(await self._sync_in_worker(loop, sync_run, session_id))
+        ack = pb.ObservationAck(handled=handled, errors=errors)
+        return bounded(ack, "observations") if errors else ack
+
+    async def _sync_in_worker(
+        self, loop: asyncio.AbstractEventLoop, work: list[tuple[str, HookDef, dict[str, Any]]], session_id: str
+    ) -> list[pb.HookError]:
+        errors: list[pb.HookError] = []
+        while work:
+            done, pending = await loop.run_in_executor(
+                self._executor,
+                contextvars.copy_context().run,
+                functools.partial(self._run_sync_hooks, work, session_id, errors),
+            )
+            if pending is not None:
+                try:
+                    await pending
+                except Exception as exc:
+                    errors.append(self._failed(work[done - 1][0], exc))
+            work = work[done:]
+        return errors
 
     # -- RPCs ----------------------------------------------------------------------------------
 
@@ -340,9 +401,9 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
             pending = _MISSING
             async for value in tool.fn(*call_args):
                 if pending is not _MISSING:
-                    yield pb.ToolEvent(preliminary_json=encode_json(pending))
+                    yield pb.ToolEvent(preliminary_json=tool_value_json(tool.name, pending, True))
                 pending = value
-            yield pb.ToolEvent(output_json=encode_json(None if pending is _MISSING else pending))
+            yield pb.ToolEvent(output_json=tool_value_json(tool.name, None if pending is _MISSING else pending, False))
             return
         if tool.streaming:  # a sync generator: advance it in a worker thread
             gen = await loop.run_in_executor(self._executor, contextvars.copy_context().run, functools.partial(tool.fn, *call_args))
@@ -352,9 +413,9 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                 if value is _MISSING:
                     break
                 if pending is not _MISSING:
-                    yield pb.ToolEvent(preliminary_json=encode_json(pending))
+                    yield pb.ToolEvent(preliminary_json=tool_value_json(tool.name, pending, True))
                 pending = value
-            yield pb.ToolEvent(output_json=encode_json(None if pending is _MISSING else pending))
+            yield pb.ToolEvent(output_json=tool_value_json(tool.name, None if pending is _MISSING else pending, False))
             return
         if tool.is_async:
             result = await tool.fn(*call_args)
@@ -362,7 +423,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
             result = await loop.run_in_executor(self._executor, contextvars.copy_context().run, functools.partial(tool.fn, *call_args))
             if inspect.isawaitable(result):
                 result = await result
-        yield pb.ToolEvent(output_json=encode_json(result))
+        yield pb.ToolEvent(output_json=tool_value_json(tool.name, result, False))
 
     async def Shutdown(self, request: pb.ShutdownRequest, context: Any) -> pb.ShutdownResponse:
         grace = request.grace_ms / 1000.0

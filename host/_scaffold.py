@@ -53,31 +53,23 @@ env: []                             # host environment variables passed through 
 """
 
 _TEST = '''\
-"""Tests for {name}: load the real extension process through the host and call it."""
+"""Tests for {name}: its real hooks and tools, served in-process by extension_sdk.testing (no host process).
 
-from pathlib import Path
+The `extension_harness` fixture comes with the SDK (plain pytest, no plugin to add): it serves `ext` on a private
+socket, calls it through a real gRPC client and gives its handlers a fake host (`h.host.files`, `.messages`, ...).
+"""
 
-import pytest
-
-from host import ExtensionManager, TurnSnapshot
-
-MANIFEST = Path(__file__).parent / "manifest.yaml"
+from extension import ext
 
 
-@pytest.mark.asyncio
-async def test_greet_tool_answers_through_the_host():
-    async with ExtensionManager() as mgr:
-        await mgr.load(MANIFEST)
-        assert await mgr.execute_tool("{prefix}_greet", {{"name": "World"}}) == "Hello, World!"
+def test_greet_tool_greets_by_name(extension_harness):
+    h = extension_harness(ext)
+    assert h.call_tool("greet", {{"name": "World"}}) == "Hello, World!"
 
 
-@pytest.mark.asyncio
-async def test_before_turn_appends_to_the_system_prompt():
-    async with ExtensionManager() as mgr:
-        await mgr.load(MANIFEST)
-        merged = await mgr.before_turn(TurnSnapshot(system="You help."))
-        assert merged.patch.system == "You help.\\nBe brief."
-        assert merged.provenance["system"] == "{name}"
+def test_before_turn_appends_to_the_system_prompt(extension_harness):
+    h = extension_harness(ext)
+    assert h.before_turn(system="You help.") == {{"system": "You help.\\nBe brief."}}
 '''
 
 _README = """\
@@ -88,7 +80,7 @@ A hookwire extension. Try it:
     hookwire ext validate manifest.yaml
     hookwire ext list -e manifest.yaml
     hookwire run "/tool {prefix}_greet {{\\"name\\": \\"World\\"}}" -e manifest.yaml
-    python -m pytest -q test_extension.py
+    python -m pytest -q test_extension.py      # no host needed: extension_sdk.testing serves it in-process
 """
 
 
@@ -104,7 +96,7 @@ def scaffold_extension(name: str, directory: Path) -> list[Path]:
     files = {
         "extension.py": _EXTENSION.format(name=name),
         "manifest.yaml": _MANIFEST.format(name=name),
-        "test_extension.py": _TEST.format(name=name, prefix=prefix),
+        "test_extension.py": _TEST.format(name=name),
         "README.md": _README.format(name=name, prefix=prefix),
     }
     written = []
@@ -113,3 +105,16 @@ def scaffold_extension(name: str, directory: Path) -> list[Path]:
         path.write_text(text)
         written.append(path)
     return written
+
+
+def next_step_line(directory: Path) -> str:
+    """What to run next, with this interpreter's path (so it works without an activated venv)."""
+    import importlib.util
+    import shlex
+    import sys
+
+    python = shlex.quote(sys.executable)
+    run = f"cd {shlex.quote(str(directory))} && {python} -m pytest -q"
+    if importlib.util.find_spec("pytest") is None:
+        return f"next: {python} -m pip install pytest && {run}"
+    return f"next: {run}"

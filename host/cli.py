@@ -122,7 +122,7 @@ def _cmd_schema() -> int:
 
 
 def _cmd_new(name: str, directory: str | None) -> int:
-    from ._scaffold import scaffold_extension
+    from ._scaffold import next_step_line, scaffold_extension
     from .extensions._manifest import sanitize_name
 
     try:
@@ -132,7 +132,7 @@ def _cmd_new(name: str, directory: str | None) -> int:
         raise CliError(str(exc)) from None
     for path in written:
         print(f"wrote {path}")
-    print(f"next: cd {target} && python -m pytest -q")
+    print(next_step_line(target))
     return 0
 
 
@@ -170,8 +170,8 @@ def _tool_inputs(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 async def _cmd_test(args: argparse.Namespace) -> int:
-    from .extensions._manifest import ManifestError
     from .conformance import run_conformance
+    from .extensions._manifest import ManifestError
 
     inputs = _tool_inputs(args.tool_input)
     try:

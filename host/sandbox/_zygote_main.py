@@ -44,7 +44,8 @@ from typing import Any
 PRELOAD = (
     "asyncio", "concurrent.futures", "argparse", "logging", "runpy",
     "grpc", "grpc.aio", "grpc_health.v1.health", "grpc_health.v1.health_pb2", "grpc_health.v1.health_pb2_grpc",
-    "extension_sdk", "extension_sdk.proto.extension_pb2", "extension_sdk.proto.extension_pb2_grpc",
+    "extension_sdk", "extension_sdk._schema_check", "extension_sdk.proto.extension_pb2",
+    "extension_sdk.proto.extension_pb2_grpc",
     "extension_sdk.proto.host_bridge_pb2", "extension_sdk.proto.host_bridge_pb2_grpc",
 )
 EXIT_SANDBOX_FAILED = 125

@@ -15,6 +15,7 @@
 // handshake and the process watcher).
 "use strict";
 
+const fs = require("fs");
 const path = require("path");
 const http = require("http");
 const grpc = require("@grpc/grpc-js");
@@ -28,8 +29,13 @@ const TOKEN_METADATA_KEY = "x-hookwire-token";
 const MAGIC_COOKIE = "hookwire-extension-v1";
 const SYSTEM_ADDITION = "(node_echo: this turn passed through a Node.js extension.)";
 
-// proto/ lives at the repository root, two levels above this script.
-const PROTO_ROOT = path.resolve(__dirname, "..", "..", "proto");
+// proto/ lives at the repository root, two levels above this script; an installed hookwire-sdk carries the same
+// files in extension_sdk/proto/ (beside sample_extensions/ in site-packages).
+const PROTO_ROOT = [
+  path.resolve(__dirname, "..", "..", "proto"),
+  path.resolve(__dirname, "..", "..", "extension_sdk", "proto"),
+].find((dir) => fs.existsSync(path.join(dir, "hookwire", "v1", "extension.proto")))
+  || path.resolve(__dirname, "..", "..", "proto");
 const PROTO_FILE = path.join(PROTO_ROOT, "hookwire", "v1", "extension.proto");
 
 function log(message) {

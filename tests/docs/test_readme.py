@@ -98,6 +98,14 @@ asyncio.run(main())
     assert proc.stdout.splitlines() == ["Hello, World!", "3 [1, 2]", "4 'S\\nBe brief.'"]
 
 
+def test_readme_harness_example_passes_with_plain_pytest(tmp_path: Path) -> None:
+    (code,) = [b for b in _blocks("python") if "extension_harness" in b]
+    (tmp_path / "test_notes.py").write_text(code)
+    proc = _run(f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:asyncio test_notes.py", tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout
+
+
 def test_readme_host_app_example_runs_a_turn(tmp_path: Path) -> None:
     (code,) = [b for b in _blocks("python") if "class MyAgent" in b]
     code = code.replace("sample_extensions/guard/manifest.yaml", str(ROOT / "sample_extensions/guard/manifest.yaml"))

@@ -1,19 +1,49 @@
-"""Which session and turn the hook or tool call being served belongs to: `extension_sdk.current_call()`."""
+"""Which session and turn the hook or tool call being served belongs to: `extension_sdk.current_call()`.
+
+The call's W3C trace context (`traceparent`, `tracestate`) comes from the host's span for the call. When the
+extension has OpenTelemetry installed, it is also made the current OpenTelemetry context while the handler runs, so
+the extension's own spans join the host's trace without any code.
+"""
 
 from __future__ import annotations
 
 import contextvars
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .proto import extension_pb2 as pb
 
 
-class CallInfo(NamedTuple):
+class _Call(NamedTuple):
     session_id: str
     request_id: str
 
 
+class CallInfo(_Call):
+    """(session_id, request_id) of the call in progress — still a 2-tuple — plus its trace context."""
+
+    __slots__ = ()
+
+    @property
+    def traceparent(self) -> str:
+        """The host's span for this call (W3C trace context); empty when the host is not tracing."""
+        return _trace.get()[0]
+
+    @property
+    def tracestate(self) -> str:
+        return _trace.get()[1]
+
+
 _current: contextvars.ContextVar[CallInfo] = contextvars.ContextVar("hookwire_current_call", default=CallInfo("", ""))
+_trace: contextvars.ContextVar[tuple[str, str]] = contextvars.ContextVar("hookwire_current_trace", default=("", ""))
+
+try:  # OpenTelemetry is optional for an extension: without it, the trace context is only reported
+    from opentelemetry import context as _otel_context
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    _propagator: Any = TraceContextTextMapPropagator()
+except ImportError:  # pragma: no cover - depends on the extension's environment
+    _otel_context = None
+    _propagator = None
 
 
 def current_call() -> CallInfo:
@@ -26,3 +56,10 @@ def current_call() -> CallInfo:
 
 def set_current_call(context: pb.CallContext) -> None:
     _current.set(CallInfo(context.session_id, context.request_id))
+    _trace.set((context.traceparent, context.tracestate))
+    if _propagator is not None and context.traceparent:
+        carrier = {"traceparent": context.traceparent}
+        if context.tracestate:
+            carrier["tracestate"] = context.tracestate
+        # set in this call's own context (each call runs in a task or thread context of its own)
+        _otel_context.attach(_propagator.extract(carrier))

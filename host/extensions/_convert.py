@@ -137,7 +137,8 @@ def json_size_error(value: Any, cap: int = MAX_JSON_CHARS) -> tuple[str, int | N
 def context_to_proto(context: CallContext | None) -> pb.CallContext:
     if context is None:
         return pb.CallContext()
-    return pb.CallContext(session_id=context.session_id, request_id=context.request_id)
+    return pb.CallContext(session_id=context.session_id, request_id=context.request_id,
+                          traceparent=context.traceparent, tracestate=context.tracestate)
 
 
 def turn_to_proto(snapshot: TurnSnapshot, system: str, tool_names: list[str]) -> pb.TurnSnapshot:

@@ -29,6 +29,7 @@ import grpc
 
 from extension_sdk.proto import extension_pb2 as pb
 
+from .. import _telemetry as telemetry
 from .._errors import ExtensionReplyError, ExtensionUnavailableError
 from ..sandbox._egress_hosting import EgressProxies
 from ._convert import (
@@ -298,7 +299,16 @@ class Dispatcher:
 
     async def _call_hook(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
                          deadline: float | None) -> Reply | Failure:
-        return await call_hook(ext, hook, frame, context, deadline, self._egress)
+        # the hook's span: its trace context rides in the frame; the call's trace event ends it (host/_telemetry.py)
+        parent, state = telemetry.open_hook_span(ext.name, hook)
+        if parent:
+            ctx = getattr(frame, frame.WhichOneof("body")).context
+            ctx.traceparent, ctx.tracestate = parent, state
+        try:
+            return await call_hook(ext, hook, frame, context, deadline, self._egress)
+        except BaseException:
+            telemetry.close_hook_span("cancelled")
+            raise
 
     async def before_turn(self, snapshot: TurnSnapshot, context: CallContext | None,
                           deadline: float | None) -> MergedTurnPatch:
@@ -433,5 +443,6 @@ class Dispatcher:
             detail = f"{sent - last_sent} observation(s) delivered in order"
             if dropped > last_dropped:
                 detail += f", {dropped - last_dropped} oldest onChunk dropped (extension too slow)"
+                telemetry.observations_dropped(ext.name, dropped - last_dropped)
             self._trace("observe", ext.name, "ok", latency_ms=(time.perf_counter() - t0) * 1000, detail=detail,
                         context=context)

@@ -26,6 +26,8 @@ class _Wire(BaseModel):
 class CallContext(_Wire):
     session_id: str = ""
     request_id: str = ""
+    traceparent: str = ""  # W3C trace context of the host's span (host/_telemetry.py); empty when not tracing
+    tracestate: str = ""
 
 
 class TurnSnapshot(_Wire):

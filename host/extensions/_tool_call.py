@@ -28,6 +28,7 @@ import grpc
 
 from extension_sdk.proto import extension_pb2 as pb
 
+from .. import _telemetry as telemetry
 from .._errors import (
     ExtensionError,
     ExtensionReplyError,
@@ -154,6 +155,9 @@ async def execute_tool(registry: Registry, trace: Tracer, egress: EgressProxies 
         )
     req = pb.ExecuteToolRequest(context=context_to_proto(context), name=tool, input_json=input_json,
                                 tool_call_id=tool_call_id)
+    parent, state = telemetry.traceparent()  # the execute_tool span (host/turn/_loop.py)
+    if parent:
+        req.context.traceparent, req.context.tracestate = parent, state
     site = ToolCallSite(registry, trace, ext, conn, name, tool, ext.manifest.timeouts.tool_ms / 1000, context)
     bounds = tool_reply_bounds(ext.manifest)
     with map_rpc_errors(site):

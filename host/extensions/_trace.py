@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from extension_sdk.proto import extension_pb2 as pb
 
+from .. import _telemetry as telemetry
 from ._snapshots import CallContext, TraceEvent
 
 log = logging.getLogger("hookwire.extensions")
@@ -40,6 +41,7 @@ class Tracer:
     def __call__(self, hook: str, ext: str, outcome: str, *, latency_ms: float = 0.0, detail: str = "",
                  context: CallContext | None = None) -> None:
         """Emit one event (nothing is built when nobody listens: this is on the per-chunk path)."""
+        telemetry.hook_event(hook, ext, outcome, latency_ms, detail)
         if not self._listeners:
             return
         event = TraceEvent(

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from .. import _telemetry as telemetry  # noqa: E402
 from .._errors import ChatStreamStallError  # noqa: E402
 from ._chat_errors import TurnAborted  # noqa: E402
 from ._session import maybe_await  # noqa: E402
@@ -117,6 +118,7 @@ class TurnLoop:
         self.steps: list[StepContext] = []
         self.messages: list[dict[str, Any]] = list(plan.messages)
         self._abort_task: asyncio.Task[Any] | None = None
+        self._chat: telemetry.ChatSpan | None = None  # the model call in flight (its span)
 
     # ----------------------------------------------------------------------------------------- plumbing
 
@@ -171,7 +173,14 @@ class TurnLoop:
             for step_number in range(max(1, self.plan.max_steps)):
                 if self.abort.is_set():
                     raise TurnAborted()
-                more = await self._step(step_number)
+                try:
+                    more = await self._step(step_number)
+                except BaseException as exc:  # the model call failed, stalled or was aborted: end its span
+                    if self._chat is not None:
+                        self._chat, chat = None, self._chat
+                        chat.end(response_model=chat.model, response_id="", finish_reason=None, input_tokens=None,
+                                 output_tokens=None, error=exc)
+                    raise
                 if not more or step_number + 1 >= self.plan.max_steps:
                     break
                 if await self._stop_requested():
@@ -229,6 +238,7 @@ class TurnLoop:
 
         import litellm  # imported on first use: it takes ~2 s, and `import host` must stay cheap
 
+        self._chat = chat = telemetry.ChatSpan(request["model"])  # ended below, or by run() if this step raises
         stream = await self._race(litellm.acompletion(**request), plan.stall_timeout_s, "waiting for the response")
         text, reasoning = "", ""
         calls: dict[int, _PendingCall] = {}
@@ -273,6 +283,9 @@ class TurnLoop:
                         )
                 if choice.finish_reason:
                     finish_raw = choice.finish_reason
+        self._chat = None
+        chat.end(response_model=request["model"], response_id=response_id, finish_reason=finish_raw,
+                 input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
 
         # ------------------------------------------------------------------ tool calls of this step
         ordered = [calls[i] for i in sorted(calls)]
@@ -388,6 +401,7 @@ class TurnLoop:
 
         success, output, error = True, None, None
         started = time.perf_counter()
+        span = telemetry.ToolSpan(call.name, call.id, bool(tool.dynamic))  # current while decided and run
         try:
             decision = await self.hooks.decide(ctx, tool)
             started = time.perf_counter()
@@ -400,10 +414,12 @@ class TurnLoop:
                 output = await self.hooks.execute(tool, run_input, ctx, preliminary)
             if decision.action != "allow" and tool.streaming:
                 await preliminary(output)  # Think: a blocked/substituted streaming tool surfaces one preliminary
-        except (TurnAborted, asyncio.CancelledError):
+        except (TurnAborted, asyncio.CancelledError) as exc:
+            span.end(exc)
             raise
         except Exception as exc:  # an execute failure, or a raising before_tool_call: a tool error
             success, error = False, exc
+        span.end(error)
         duration_ms = (time.perf_counter() - started) * 1000.0
         if success:
             part.update(state="output-available", output=output)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from .. import _telemetry as telemetry
 from ..extensions._tool_names import withhold_shadowing
 from ._chat_errors import TurnAborted, error_message
 from ._hook_chain import HookChain, TurnRecord
@@ -69,9 +70,11 @@ class TurnRunner:
 
     async def run(self, req: TurnRequest) -> ChatResponseResult:
         try:
-            async with self.a._lock:
+            async with self.a._lock, telemetry.agent_span(type(self.a).__name__, self.a.session_id,
+                                                          req.request_id) as span:
                 token = active_turn.set(self.a)
                 turn = self.a._turn = TurnRecord(session_id=self.a.session_id, request_id=req.request_id)
+                turn.context.traceparent, turn.context.tracestate = telemetry.traceparent()  # observations
                 try:
                     try:
                         result = await self.execute(req, HookChain(self.a, self.a._manager, turn))
@@ -87,6 +90,7 @@ class TurnRunner:
                     result.failed_open = sorted({e.extension for e in result.trace if e.outcome in _TRACE_FAILURES})
                     result.provenance = dict(turn.provenance)
                     result.denied = list(turn.denied)
+                    telemetry.end_turn(span, result.status, result.error, result.failed_open)
                 finally:
                     self.a._turn = None
                     active_turn.reset(token)

@@ -314,6 +314,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
 
     async def _read_frames(self, frames: AsyncIterator[pb.HostFrame], out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
         tools: dict[int, asyncio.Task[None]] = {}
+        hooks: set[asyncio.Task[None]] = set()  # awaited hooks in flight: they never hold up the frames after them
         unreported: list[pb.HookError] = []  # handler errors of observation frames nobody asked an answer for
         unacked = 0  # observations handled since the last ack sent: the next ack's `handled` counts them too
         try:
@@ -336,14 +337,12 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                         out.put_nowait(pb.ExtensionFrame(id=fid, observations=ack))
                     elif ack.errors and len(unreported) < _MAX_UNREPORTED_ERRORS:
                         unreported.extend(ack.errors[: _MAX_UNREPORTED_ERRORS - len(unreported)])
-                elif body == "before_turn":
-                    turn = await self._before_turn(frame.before_turn)
-                    if fid:
-                        out.put_nowait(pb.ExtensionFrame(id=fid, before_turn=turn))
-                elif body == "before_tool_call":
-                    call = await self._before_tool_call(frame.before_tool_call)
-                    if fid:
-                        out.put_nowait(pb.ExtensionFrame(id=fid, before_tool_call=call))
+                elif body in ("before_turn", "before_tool_call"):
+                    # started in order (after everything before it was handled), answered when done: a slow or
+                    # blocking hook of one session never holds up the frames of another (docs/protocol.md [4.4])
+                    task = asyncio.create_task(self._answer_hook(fid, body, frame, out))
+                    hooks.add(task)
+                    task.add_done_callback(hooks.discard)
                 elif body == "execute_tool":
                     task = asyncio.create_task(self._stream_tool(fid, frame.execute_tool, out))
                     tools[fid] = task
@@ -355,12 +354,23 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                 elif fid:
                     # A frame kind this SDK does not know (a newer host): answer so nobody waits for it.
                     out.put_nowait(pb.ExtensionFrame(id=fid))
-            if tools:  # the host half-closed: let the tool calls in flight answer, then end the stream
-                await asyncio.gather(*list(tools.values()), return_exceptions=True)
+            if tools or hooks:  # the host half-closed: let the calls in flight answer, then end the stream
+                await asyncio.gather(*list(tools.values()), *list(hooks), return_exceptions=True)
         finally:
-            for task in list(tools.values()):
+            for task in [*tools.values(), *hooks]:
                 task.cancel()
             out.put_nowait(None)
+
+    async def _answer_hook(self, fid: int, body: str, frame: pb.HostFrame,
+                           out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
+        if body == "before_turn":
+            turn = await self._before_turn(frame.before_turn)
+            if fid:
+                out.put_nowait(pb.ExtensionFrame(id=fid, before_turn=turn))
+        else:
+            call = await self._before_tool_call(frame.before_tool_call)
+            if fid:
+                out.put_nowait(pb.ExtensionFrame(id=fid, before_tool_call=call))
 
     async def _stream_tool(self, fid: int, request: pb.ExecuteToolRequest,
                            out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:

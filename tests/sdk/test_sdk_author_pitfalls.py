@@ -257,8 +257,7 @@ async def test_through_the_host_an_oversized_tool_reply_fails_that_call_only(tmp
 
 
 async def test_through_the_host_a_blocking_sync_hook_does_not_stall_a_tool_in_flight(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    # On the Connect stream frames are handled in order, so a tool call sent *after* an awaited hook waits for it
-    # (the contract); one already running must go on answering while a sync hook blocks.
+    # a tool call already running goes on answering while a sync hook blocks its thread
     from host import TurnSnapshot
 
     mgr = await _host_with_fixture(tmp_path)
@@ -269,6 +268,26 @@ async def test_through_the_host_a_blocking_sync_hook_does_not_stall_a_tool_in_fl
         turn = asyncio.create_task(mgr.before_turn(TurnSnapshot(system=str(marker))))
         try:
             assert await asyncio.wait_for(tool, 10) == "later"
+            assert not turn.done()
+        finally:
+            marker.touch()
+        assert (await turn).patch.max_steps == 7
+    finally:
+        await mgr.close()
+
+
+async def test_through_the_host_a_tool_sent_after_a_blocking_hook_is_not_held_up(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Issue 13 §5: a blocking sync beforeTurn (another session's turn) made a fast tool wait for it. On the Connect
+    # stream an awaited hook is started in order and answered when done (docs/protocol.md [4.4]).
+    from host import TurnSnapshot
+
+    mgr = await _host_with_fixture(tmp_path)
+    marker = tmp_path / "release"
+    try:
+        turn = asyncio.create_task(mgr.before_turn(TurnSnapshot(system=str(marker))))
+        await asyncio.sleep(0.2)  # the hook is blocking its worker thread now
+        try:
+            assert await asyncio.wait_for(mgr.execute_tool("pitfalls_small", {}), 10) == "ok"
             assert not turn.done()
         finally:
             marker.touch()

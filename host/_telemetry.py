@@ -1,6 +1,6 @@
 """OpenTelemetry: spans that follow the GenAI semantic conventions, a span per extension hook call, and metrics.
 
-Only the OpenTelemetry *API* is used (litellm already depends on it). With no SDK configured every call below is
+Only the OpenTelemetry *API* is used (a dependency of hookwire). With no SDK configured every call below is
 a no-op on a non-recording span; install `hookwire[otel]` and configure the SDK the standard way (OTEL_* variables,
 or `trace.set_tracer_provider(...)` in the host app) to export. The span tree of one turn:
 

@@ -15,6 +15,7 @@ Files pair with the SDK across the wire (go-plugin style):
     _tool_call.py      execute_tool, and the one map from gRPC errors to hookwire errors
     _trace.py          trace events and their listeners
     _registry.py       the loaded extensions, their hook subscribers and tool index
+    _observation_acks.py _grants.py
     _state.py _manifest.py _snapshots.py _frames.py _health.py _observer_ledger.py _reply_bounds.py
     _turn_config_policy.py _tool_names.py _workspace_fs.py _rate_limit.py
 

@@ -175,6 +175,7 @@ class ExtensionConnection:
         token: str,
         *,
         credentials: grpc.ChannelCredentials | None = None,
+        channel_options: list[tuple[str, Any]] | None = None,
         on_observation_error: Callable[[pb.HookError], None] | None = None,
         on_lost: Callable[[str], None] | None = None,
         on_stalled: Callable[[float], None] | None = None,
@@ -184,7 +185,8 @@ class ExtensionConnection:
     ) -> None:
         self.name = name
         self.target = target
-        options = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES), ("grpc.enable_retries", 0)]
+        options = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES), ("grpc.enable_retries", 0),
+                   *(channel_options or ())]
         if credentials is None:
             self._channel = grpc.aio.insecure_channel(target, options=options)
         else:

@@ -37,8 +37,9 @@ from ._egress_hosting import EgressProxies
 from ._extension_process import ExtensionProcess
 from ._fs_cleanup import remove_tree_logged
 from ._zygote import Zygote, zygote_enabled
-from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime, tls_credentials
+from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime
 from ._frame_bytes import context_field, observation_item
+from ._endpoint_tls import describe_failure_hint, endpoint_channel
 from ._health import HealthProbe
 from ._manifest import HOOK_NAMES, Manifest, load_manifest
 from ._observer_ledger import ObserverLedger
@@ -290,8 +291,9 @@ class ExtensionManager:
         deadline = loop.time() + m.timeouts.start_ms / 1000
         ext.generation += 1
         if m.endpoint is not None:
+            credentials, channel_options = endpoint_channel(m, ext.manifest_file)
             conn = ExtensionConnection(
-                ext.name, m.endpoint, ext.token, credentials=tls_credentials(m),
+                ext.name, m.endpoint, ext.token, credentials=credentials, channel_options=channel_options,
                 on_observation_error=lambda err, e=ext: self._observation_error(e, err),
                 on_lost=lambda why, e=ext: self._connection_lost(e, why),
                 on_stalled=lambda waited, e=ext: self._observer_stalled(e, waited),
@@ -346,7 +348,8 @@ class ExtensionManager:
                 desc = await conn.open(remaining)
             except grpc.aio.AioRpcError as exc:
                 raise ExtensionStartError(
-                    f"{where}: Describe failed: {exc.code().name}: {exc.details()}",
+                    f"{where}: Describe failed: {exc.code().name}: {exc.details()}"
+                    f"{describe_failure_hint(m, exc.code(), exc.details() or '')}",
                     extension=ext.name, manifest=ext.manifest_file,
                 ) from None
             if desc.protocol_version != PROTOCOL_VERSION:

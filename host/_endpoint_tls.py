@@ -1,0 +1,70 @@
+"""How the host reaches a remote extension (a manifest's `endpoint`): channel credentials from its `tls` block, and
+start errors that say what went wrong in the manifest's terms.
+
+`tls: {caFile, certFile, keyFile, serverName}` (paths relative to the manifest): `caFile` is the CA that signed the
+extension's server certificate (default: the system's roots); `certFile` + `keyFile` are the host's client
+certificate for mutual TLS; `serverName` overrides the name checked in the server certificate (when the endpoint is
+reached by an address its certificate does not name). Without `tls` the channel is plaintext.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from ._extension_errors import ExtensionStartError
+from ._manifest import Manifest
+
+
+def _read(m: Manifest, field: str, path: str | None, source: str) -> bytes | None:
+    if not path:
+        return None
+    full = m.base_dir() / path
+    try:
+        data = full.read_bytes()
+    except OSError as exc:
+        raise ExtensionStartError(
+            f"extension {m.name!r} (manifest {source}): tls.{field} {str(full)!r} cannot be read: "
+            f"{exc.strerror or exc}", extension=m.name, manifest=source,
+        ) from None
+    return data
+
+
+def endpoint_channel(m: Manifest, source: str) -> tuple[grpc.ChannelCredentials | None, list[tuple[str, Any]]]:
+    """(credentials, extra channel options) for the manifest's endpoint; raises ExtensionStartError naming the field."""
+    tls = m.tls
+    if tls is None:
+        return None, []
+    if (tls.cert_file is None) != (tls.key_file is None):
+        raise ExtensionStartError(
+            f"extension {m.name!r} (manifest {source}): tls.certFile and tls.keyFile go together (the host's client "
+            "certificate for mutual TLS and its key)", extension=m.name, manifest=source,
+        )
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=_read(m, "caFile", tls.ca_file, source),
+        private_key=_read(m, "keyFile", tls.key_file, source),
+        certificate_chain=_read(m, "certFile", tls.cert_file, source),
+    )
+    options: list[tuple[str, Any]] = []
+    if tls.server_name:
+        options.append(("grpc.ssl_target_name_override", tls.server_name))
+    return credentials, options
+
+
+def describe_failure_hint(m: Manifest, code: grpc.StatusCode, details: str) -> str:
+    """A hint, in manifest terms, for a Describe that failed against an endpoint ("" when none applies)."""
+    if m.endpoint is None:
+        return ""
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return " (the endpoint refused the host's token: check the manifest's `token`)"
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        text = details.lower()
+        if m.tls is None:
+            return (f" (is the endpoint {m.endpoint!r} up? If it serves TLS, the manifest needs a `tls` block)")
+        if "certificate" in text or "ssl" in text or "tls" in text or "handshake" in text:
+            return (" (the TLS handshake failed: check tls.caFile signs the endpoint's certificate, tls.serverName "
+                    "matches it, and tls.certFile/keyFile when the endpoint requires a client certificate)")
+        return (f" (could not reach {m.endpoint!r} over TLS: is it up, and do tls.caFile, tls.serverName and "
+                "tls.certFile/keyFile match what it expects?)")
+    return ""

@@ -41,6 +41,7 @@ from ._extension_state import ExtensionInfo, ExtensionTool, ExtensionRuntime
 from ._frame_bytes import context_field, observation_item
 from ._endpoint_tls import describe_failure_hint, endpoint_channel
 from ._health import HealthProbe
+from ._stream_bridge import StreamBridges
 from ._manifest import HOOK_NAMES, Manifest, load_manifest
 from ._observer_ledger import ObserverLedger
 from ._reply_bounds import bounded_substitute, tool_reply_bounds
@@ -111,6 +112,7 @@ class ExtensionManager:
         self._ledger = ObserverLedger()  # stalled observers detached per turn; observations lost per turn
         self._bridge: Any = None
         self._bridge_lock = asyncio.Lock()
+        self._stream_bridges = StreamBridges()  # HostBridge calls riding the extensions' Connect streams
         self._sessions: dict[str, SessionServices] = {}
         self._closed = False
         self._private: list[Path] = []  # host-private paths hidden from every extension (protect_paths)
@@ -266,22 +268,36 @@ class ExtensionManager:
         if not ext.manifest.permissions.grants_bridge():
             return None
         async with self._bridge_lock:
-            if self._bridge is None:
-                if importlib.util.find_spec("host._bridge") is None:
-                    raise ExtensionStartError(
-                        f"extension {ext.name!r} (manifest {ext.manifest_file}) is granted HostBridge permissions, "
-                        "but this host has no HostBridge server (host/_bridge.py is missing)",
-                        extension=ext.name, manifest=ext.manifest_file,
-                    )
-                from . import _bridge
-
-                bridge = _bridge.HostBridgeServer(self._runtime_dir() / "bridge.sock")
-                await bridge.start()
-                self._bridge = bridge
-                for sid, services in self._sessions.items():
-                    bridge.register_session(sid, services)
+            await self._bridge_server(ext, listen=True)
             self._bridge.register_extension(ext.token, ext.manifest)
             return str(self._bridge.target)
+
+    async def _stream_bridge(self, ext: ExtensionRuntime) -> Any:
+        """The answerer of HostBridge calls on the extension's Connect stream (host/_stream_bridge.py), or None when
+        its manifest grants no bridge permission. Needs no listening socket (a remote extension gets it too)."""
+        if not ext.manifest.permissions.grants_bridge():
+            return None
+        async with self._bridge_lock:
+            await self._bridge_server(ext, listen=False)
+            return self._stream_bridges.open(self._bridge, ext.name, ext.manifest).answer
+
+    async def _bridge_server(self, ext: ExtensionRuntime, *, listen: bool) -> None:
+        """Create the HostBridge server (sessions registered) if needed; with `listen`, serve its Unix socket."""
+        if self._bridge is None:
+            if importlib.util.find_spec("host._bridge") is None:
+                raise ExtensionStartError(
+                    f"extension {ext.name!r} (manifest {ext.manifest_file}) is granted HostBridge permissions, "
+                    "but this host has no HostBridge server (host/_bridge.py is missing)",
+                    extension=ext.name, manifest=ext.manifest_file,
+                )
+            from . import _bridge
+
+            bridge = _bridge.HostBridgeServer(self._runtime_dir() / "bridge.sock")
+            self._bridge = bridge
+            for sid, services in self._sessions.items():
+                bridge.register_session(sid, services)
+        if listen:
+            await self._bridge.start()
 
     async def _start(self, ext: ExtensionRuntime) -> None:
         """Start (or restart) one extension: spawn, handshake, connect, Describe."""
@@ -298,7 +314,7 @@ class ExtensionManager:
                 on_lost=lambda why, e=ext: self._connection_lost(e, why),
                 on_stalled=lambda waited, e=ext: self._observer_stalled(e, waited),
                 observe_timeout_s=m.timeouts.hook_ms / 1000,
-                coalesce_s=m.observations.max_delay_ms / 1000,
+                coalesce_s=m.observations.max_delay_ms / 1000, bridge=await self._stream_bridge(ext),
             )
         else:
             runtime = self._runtime_dir()
@@ -340,7 +356,7 @@ class ExtensionManager:
                 on_lost=lambda why, e=ext: self._connection_lost(e, why),
                 on_stalled=lambda waited, e=ext: self._observer_stalled(e, waited),
                 observe_timeout_s=m.timeouts.hook_ms / 1000,
-                coalesce_s=m.observations.max_delay_ms / 1000,
+                coalesce_s=m.observations.max_delay_ms / 1000, bridge=await self._stream_bridge(ext),
             )
         try:
             remaining = max(deadline - loop.time(), 0.5)
@@ -547,6 +563,7 @@ class ExtensionManager:
             if self._bridge is not None:
                 with contextlib.suppress(Exception):
                     self._bridge.unregister_extension(ext.token)
+            self._stream_bridges.release(ext.name)
             await self._egress.close(ext.name)
             ext.state = "stopped"
 

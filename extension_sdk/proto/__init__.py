@@ -8,8 +8,13 @@ from . import extension_pb2, extension_pb2_grpc, host_bridge_pb2, host_bridge_pb
 PROTOCOL_VERSION = "1"
 HANDSHAKE_MAGIC = "hookwire"
 TOKEN_METADATA_KEY = "x-hookwire-token"
+# Connect-stream metadata from a host that answers HostBridge calls as frames on that stream.
+BRIDGE_METADATA_KEY = "x-hookwire-bridge"
+BRIDGE_ON_STREAM = "frames"
 
 __all__ = [
+    "BRIDGE_METADATA_KEY",
+    "BRIDGE_ON_STREAM",
     "HANDSHAKE_MAGIC",
     "PROTOCOL_VERSION",
     "TOKEN_METADATA_KEY",

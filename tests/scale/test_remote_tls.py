@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REMOTE_EXT, Pki, Service
+from scale_helpers import REMOTE_EXT, Pki, Service
 
 from host import ExtensionManager, ExtensionStartError, TurnSnapshot, parse_manifest
 

@@ -48,6 +48,8 @@ from ._extension_errors import (  # noqa: E402
 )
 from ._extension_manager import ExtensionInfo, ExtensionManager, ExtensionTool  # noqa: E402
 from ._store import MessageStore, StoreError, StoreVersionError  # noqa: E402
+from ._pg_store import PostgresMessageStore  # noqa: E402
+from ._store_backends import open_store  # noqa: E402
 from ._turn_config_policy import (  # noqa: E402
     GRANTABLE_FIELDS as TURN_CONFIG_GRANTABLE_FIELDS,
     PROVIDER_OPTION_ALLOWLIST,

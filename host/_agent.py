@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from ._chat_errors import NestedTurnError, TurnAborted, default_context_overflow_classifier, error_message
 from ._session import Session, maybe_await
+from ._store_backends import claim_submission, turn_lease
 from ._snapshots import (
     CallContext,
     ChunkSnapshot,
@@ -244,15 +245,17 @@ class Agent:
 
     async def _start(self) -> None:
         from ._scripted_model import register_scripted_model
-        from ._store import MessageStore
+        from ._store_backends import is_store, open_store
 
         register_scripted_model()
-        if isinstance(self._store_spec, MessageStore):
+        if is_store(self._store_spec):
             raw, self._owns_store = self._store_spec, False
         else:
-            raw = MessageStore(":memory:" if self._store_spec is None else str(self._store_spec))
+            raw = open_store(self._store_spec)  # a SQLite path, or a postgresql:// URL (host/_store_backends.py)
             self._owns_store = True
         self.store = _SessionStore(raw, self.session_id)
+        if hasattr(raw, "open"):
+            await raw.open()  # a store that connects (PostgreSQL): a bad URL fails the start, not the first turn
         if self._workspace is not None:
             self._workspace.mkdir(parents=True, exist_ok=True)
         if self._manager is None and self._extension_specs:
@@ -454,7 +457,7 @@ class Agent:
 
     async def _run(self, req: _TurnRequest) -> ChatResponseResult:
         try:
-            async with self._lock:
+            async with self._lock, turn_lease(self.store.raw, self.session_id):  # across host processes too
                 token = _active_turn.set(self)
                 self._turn_trace, self._turn_rid = [], req.request_id
                 self._turn_provenance, self._turn_denied = {}, []
@@ -822,6 +825,9 @@ class Agent:
 
         async def run() -> ChatResponseResult:
             rid = new_id("req")
+            if not await claim_submission(self.store.raw, sid):  # another host process runs (or ran) it
+                return ChatResponseResult(status="skipped", request_id=rid,
+                                          error=f"submission {sid!r} is claimed by another host process, or finished")
             await self.store.set_submission_status(sid, "running")
             result = await self._run(self._request(rid, messages, False, body, None, "submit_messages"))
             await self.store.set_submission_status(sid, result.status, result.error)

@@ -156,10 +156,13 @@ class PostgresMessageStore:
         conn = await self._connect()
         try:
             async with conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SCHEMA_LOCK,))
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        await conn.execute(statement)
+                # The DDL only when the schema is missing: CREATE INDEX IF NOT EXISTS still waits for the table's
+                # lock, which another host's open claim transaction holds for as long as its submission runs.
+                if await self._schema_version(conn) is None:
+                    await conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SCHEMA_LOCK,))
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            await conn.execute(statement)
                 row = await (await conn.execute("SELECT version FROM hookwire_schema")).fetchone()
                 if row is None:
                     await conn.execute("INSERT INTO hookwire_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
@@ -173,6 +176,14 @@ class PostgresMessageStore:
             raise
         self._conn = conn
         return conn
+
+    @staticmethod
+    async def _schema_version(conn: Any) -> int | None:
+        exists = await (await conn.execute("SELECT to_regclass('hookwire_schema') IS NOT NULL")).fetchone()
+        if not exists[0]:
+            return None
+        row = await (await conn.execute("SELECT version FROM hookwire_schema")).fetchone()
+        return None if row is None else int(row[0])
 
     async def _run(self, fn: Callable[[Any], Awaitable[T]]) -> T:
         """Run `fn(conn)` on the store's connection (one call at a time), as one transaction."""

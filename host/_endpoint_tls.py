@@ -5,10 +5,19 @@ start errors that say what went wrong in the manifest's terms.
 extension's server certificate (default: the system's roots); `certFile` + `keyFile` are the host's client
 certificate for mutual TLS; `serverName` overrides the name checked in the server certificate (when the endpoint is
 reached by an address its certificate does not name). Without `tls` the channel is plaintext.
+
+Several replicas behind one `endpoint`: a target that resolves to several addresses (`dns:///ext.internal:7443` with
+several A records, or a list: `ipv4:10.0.0.1:7443,10.0.0.2:7443`) gets gRPC's own `round_robin` balancing with
+client-side health checks per replica (grpc.health.v1 Watch of the server's overall status: a replica that reports
+NOT_SERVING, e.g. one draining after SIGTERM, gets no new calls; one without the health service counts as healthy).
+The host's Connect stream rides one replica for the life of the connection, so a session's observations stay in order
+on it; when that replica dies the connection breaks, the call in flight fails under its hook's failure policy, and the
+reconnect (restart.backoffMs) lands on a live replica.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import grpc
@@ -31,11 +40,16 @@ def _read(m: Manifest, field: str, path: str | None, source: str) -> bytes | Non
     return data
 
 
+# round_robin over the resolved addresses, each replica health-checked (grpc.health.v1, the server's overall status)
+SERVICE_CONFIG = json.dumps({"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": ""}})
+
+
 def endpoint_channel(m: Manifest, source: str) -> tuple[grpc.ChannelCredentials | None, list[tuple[str, Any]]]:
     """(credentials, extra channel options) for the manifest's endpoint; raises ExtensionStartError naming the field."""
+    balancing: list[tuple[str, Any]] = [("grpc.service_config", SERVICE_CONFIG)]
     tls = m.tls
     if tls is None:
-        return None, []
+        return None, balancing
     if (tls.cert_file is None) != (tls.key_file is None):
         raise ExtensionStartError(
             f"extension {m.name!r} (manifest {source}): tls.certFile and tls.keyFile go together (the host's client "
@@ -46,7 +60,7 @@ def endpoint_channel(m: Manifest, source: str) -> tuple[grpc.ChannelCredentials 
         private_key=_read(m, "keyFile", tls.key_file, source),
         certificate_chain=_read(m, "certFile", tls.cert_file, source),
     )
-    options: list[tuple[str, Any]] = []
+    options = balancing
     if tls.server_name:
         options.append(("grpc.ssl_target_name_override", tls.server_name))
     return credentials, options

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from ._chat_errors import NestedTurnError, TurnAborted, default_context_overflow_classifier, error_message
 from ._session import Session, maybe_await
 from ._store_backends import claim_submission, turn_lease
+from ._submission_resume import earlier_answer
 from ._snapshots import (
     CallContext,
     ChunkSnapshot,
@@ -345,6 +346,18 @@ class Agent:
         await self.store.record_submission(sid, {"messages": normalized, "body": body})
         self._resume_submission({"submission_id": sid, "payload": {"messages": normalized, "body": body}})
         return sid
+
+    async def resume_pending(self) -> list[str]:
+        """Resume the session's unfinished submissions that this agent is not running (on a shared store: those of a
+        host process that died). Each is claimed first, so none runs twice; returns the ids taken up."""
+        self._ensure_started()
+        taken: list[str] = []
+        for sub in await self.store.pending_submissions():
+            task = self._submissions.get(sub["submission_id"])
+            if task is None or task.done():
+                self._resume_submission(sub)
+                taken.append(sub["submission_id"])
+        return taken
 
     async def wait_for_submission(self, submission_id: str) -> ChatResponseResult:
         task = self._submissions.get(submission_id)
@@ -828,6 +841,10 @@ class Agent:
             if not await claim_submission(self.store.raw, sid):  # another host process runs (or ran) it
                 return ChatResponseResult(status="skipped", request_id=rid,
                                           error=f"submission {sid!r} is claimed by another host process, or finished")
+            answer = earlier_answer(await self.store.messages(), messages)
+            if answer is not None:  # its host died after answering, before marking it done: not run twice
+                await self.store.set_submission_status(sid, "completed")
+                return ChatResponseResult(status="completed", message=answer, request_id=rid)
             await self.store.set_submission_status(sid, "running")
             result = await self._run(self._request(rid, messages, False, body, None, "submit_messages"))
             await self.store.set_submission_status(sid, result.status, result.error)

@@ -192,3 +192,37 @@ async def test_cli_store_flag_takes_a_postgresql_url(postgres: Any, tmp_path: Pa
     assert out.returncode == 0, out.stderr
     async with PostgresMessageStore(url) as store:
         assert [m["content"] for m in await store.messages("cli-pg")] == ["hello there", "echo: hello there"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_submission_answered_before_its_host_died_is_not_run_again(backend: str, request: pytest.FixtureRequest,
+                                                                         tmp_path: Path) -> None:
+    from host import open_store
+
+    url = str(tmp_path / "s.db") if backend == "sqlite" else request.getfixturevalue("postgres").new_url()
+    question = {"id": "q1", "role": "user", "parts": [{"type": "text", "text": "hi"}], "content": "hi"}
+    answer = {"id": "a1", "role": "assistant", "parts": [{"type": "text", "text": "echo: hi"}], "content": "echo: hi"}
+    async with open_store(url) as store:  # what a host left when it died between the answer and the status
+        await store.record_submission("s1", "sub-1", {"messages": [question], "body": None})
+        await store.set_submission_status("sub-1", "running")
+        await store.append("s1", question)
+        await store.append("s1", answer)
+    async with Agent(session_id="s1", store=url) as agent:
+        result = await agent.wait_for_submission("sub-1")
+        assert result.status == "completed" and result.message == answer
+        assert [m["id"] for m in await agent.store.messages()] == ["q1", "a1"]
+        assert await agent.store.pending_submissions() == []
+
+
+async def test_resume_pending_takes_up_what_a_dead_host_left(postgres: Any) -> None:
+    url = postgres.new_url()
+    async with Agent(session_id="s1", store=url) as agent:
+        async with PostgresMessageStore(url) as other:  # another host recorded it, claimed it, and died
+            await other.record_submission("s1", "sub-9", {"messages": [{"id": "q9", "role": "user", "content": "x",
+                                                                        "parts": [{"type": "text", "text": "x"}]}]})
+            assert await other.claim_submission("sub-9")
+            assert await agent.resume_pending() == ["sub-9"]
+            assert (await agent.wait_for_submission("sub-9")).status == "skipped"  # still held by the live host
+        assert await agent.resume_pending() == ["sub-9"]  # its connection went: the claim rolled back
+        result = await agent.wait_for_submission("sub-9")
+        assert result.status == "completed" and result.message["content"] == "echo: x"

@@ -344,7 +344,10 @@ class Agent:
         normalized = [normalize_incoming(m) for m in items]
         sid = submission_id or new_id("sub")
         await self.store.record_submission(sid, {"messages": normalized, "body": body})
-        self._resume_submission({"submission_id": sid, "payload": {"messages": normalized, "body": body}})
+        # The same id submitted again (a client retrying on another host): run what was recorded first, whose
+        # message ids the transcript may already hold.
+        recorded = next((p for p in await self.store.pending_submissions() if p["submission_id"] == sid), None)
+        self._resume_submission(recorded or {"submission_id": sid, "payload": {"messages": normalized, "body": body}})
         return sid
 
     async def resume_pending(self) -> list[str]:
@@ -832,6 +835,9 @@ class Agent:
 
     def _resume_submission(self, sub: dict[str, Any]) -> None:
         sid: str = sub["submission_id"]
+        running = self._submissions.get(sid)
+        if running is not None and not running.done():
+            return  # already on its way here (resumed at start, then submitted again)
         payload = sub.get("payload") or {}
         messages = list(payload.get("messages") or [])
         body = payload.get("body")

@@ -364,7 +364,7 @@ class PostgresMessageStore:
         """Take the submission for this process until its final status: False when it is finished, unknown, or
         another live process holds it (see the module doc)."""
         if submission_id in self._claims:
-            return True
+            return False  # this process already runs it: a second runner must not start
         await self._ensure_open()
         conn = await self._connect()
         try:

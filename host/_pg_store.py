@@ -16,7 +16,7 @@ What several host processes on one database get, beyond the SQLite contract:
   transaction rolls back and the submission is pending again, for any process to claim.
 
 Each store has one connection for ordinary calls (serialized by an asyncio lock, like SQLite's single worker), plus
-the lease and claim connections it opens as needed (idle lease connections are kept, up to IDLE_LEASE_CONNECTIONS).
+the lease and claim connections it opens as needed (idle ones are kept for reuse, up to IDLE_LEASE_CONNECTIONS).
 """
 
 from __future__ import annotations
@@ -329,8 +329,10 @@ class PostgresMessageStore:
                 self._claims.pop(submission_id, None)
                 try:
                     await claim.execute("COMMIT")
-                finally:
+                except BaseException:
                     await claim.close()
+                    raise
+                await self._park(claim)
             return
 
         async def op(conn: Any) -> None:
@@ -366,7 +368,7 @@ class PostgresMessageStore:
         if submission_id in self._claims:
             return False  # this process already runs it: a second runner must not start
         await self._ensure_open()
-        conn = await self._connect()
+        conn = self._idle_leases.pop() if self._idle_leases else await self._connect()
         try:
             await conn.execute("BEGIN")
             row = await (await conn.execute(
@@ -376,7 +378,8 @@ class PostgresMessageStore:
             await conn.close()
             raise
         if row is None:
-            await conn.close()
+            await conn.execute("ROLLBACK")
+            await self._park(conn)
             return False
         self._claims[submission_id] = conn
         return True
@@ -408,7 +411,11 @@ class PostgresMessageStore:
         except BaseException:
             await conn.close()  # closing the connection releases the lock too
             raise
-        if self._closed or len(self._idle_leases) >= IDLE_LEASE_CONNECTIONS:
+        await self._park(conn)
+
+    async def _park(self, conn: Any) -> None:
+        """Keep an idle side connection (lease or claim) for the next one, or close it."""
+        if self._closed or conn.closed or len(self._idle_leases) >= IDLE_LEASE_CONNECTIONS:
             await conn.close()
         else:
             self._idle_leases.append(conn)

@@ -146,6 +146,7 @@ async def drive(hosts: list[Host], *, sessions: int, turns: int, kill: int | Non
                 if kill is not None and run.killed is None and done >= kill_after:
                     run.killed, run.killed_at_turns = kill, done
                     hosts[kill].proc.send_signal(signal.SIGKILL)
+                    hosts[kill].alive = False  # no new turns to it; those in flight fail when its pipe closes
                 break
 
     await asyncio.gather(*(client(s) for s in range(sessions)))

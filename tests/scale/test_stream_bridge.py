@@ -148,3 +148,32 @@ async def test_local_extension_calls_over_unary_rpcs_still_use_the_unix_socket_b
         out = await mgr.execute_tool("local_svc_read", {"path": "notes.txt"}, context=CallContext(session_id="s1"))
         assert out == "remember the milk"
         assert mgr._bridge.socket_path.exists()  # a started process still gets the Unix-socket bridge
+
+
+async def test_a_flood_of_stream_bridge_calls_is_refused_beyond_the_inflight_cap(tmp_path: Path) -> None:
+    import asyncio
+
+    from extension_sdk.proto import host_bridge_pb2 as hb
+    from host._bridge import HostBridgeServer
+    from host._stream_bridge import MAX_INFLIGHT, StreamBridge
+
+    release = asyncio.Event()
+
+    class Slow(Workspace):
+        async def bridge_get_messages(self, limit: int) -> list[dict[str, Any]]:
+            await release.wait()
+            return []
+
+    bridge = HostBridgeServer(tmp_path / "never-bound.sock")
+    bridge.register_session("s1", Slow(tmp_path))
+    answer = StreamBridge(bridge, parse_manifest({"name": "flooder", "endpoint": "127.0.0.1:1",
+                                                  "permissions": {"messages": "read"}}, "f.yaml")).answer
+    calls = [asyncio.ensure_future(answer(hb.BridgeRequest(id=i, get_messages=hb.GetMessagesRequest(session_id="s1"))))
+             for i in range(MAX_INFLIGHT + 5)]
+    await asyncio.sleep(0.1)
+    refused = [c.result() for c in calls if c.done()]
+    assert len(refused) == 5 and {r.code for r in refused} == {8}  # RESOURCE_EXHAUSTED, answered at once
+    release.set()
+    answered = await asyncio.gather(*calls)
+    assert sum(1 for r in answered if r.code == 0 and r.HasField("get_messages")) == MAX_INFLIGHT
+    assert not (tmp_path / "never-bound.sock").exists()

@@ -368,14 +368,18 @@ class PostgresMessageStore:
         if submission_id in self._claims:
             return False  # this process already runs it: a second runner must not start
         await self._ensure_open()
+        psycopg = _psycopg()
         conn = self._idle_leases.pop() if self._idle_leases else await self._connect()
         try:
             await conn.execute("BEGIN")
             row = await (await conn.execute(
                 "SELECT status FROM hookwire_submissions WHERE submission_id = %s AND status = ANY(%s) "
                 "FOR UPDATE SKIP LOCKED", (submission_id, list(OPEN_SUBMISSION_STATUSES)))).fetchone()
-        except BaseException:
+        except BaseException as exc:
             await conn.close()
+            if isinstance(exc, psycopg.Error):
+                raise StoreError(f"PostgreSQL store {redact(self.url)!r}: claiming submission {submission_id!r} "
+                                 f"failed: {str(exc).strip()}") from None
             raise
         if row is None:
             await conn.execute("ROLLBACK")
@@ -394,11 +398,15 @@ class PostgresMessageStore:
     async def turn_lease(self, session_id: str) -> AsyncIterator[None]:
         """Hold the session's turn lease (a session-level advisory lock) for the block; waits for the holder."""
         await self._ensure_open()
+        psycopg = _psycopg()
         conn = self._idle_leases.pop() if self._idle_leases else await self._connect()
         try:
             await conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_TURN_LOCK, session_id))
-        except BaseException:
+        except BaseException as exc:
             await conn.close()  # a cancelled wait: the connection (and any lock it got meanwhile) goes
+            if isinstance(exc, psycopg.Error):
+                raise StoreError(f"PostgreSQL store {redact(self.url)!r}: the turn lease of session "
+                                 f"{session_id!r} failed: {str(exc).strip()}") from None
             raise
         try:
             yield

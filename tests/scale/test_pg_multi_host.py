@@ -182,16 +182,19 @@ async def test_submission_of_a_killed_host_is_resumed_once_by_another(postgres: 
         assert await store.pending_submissions("s1") == []
 
 
-async def test_cli_store_flag_takes_a_postgresql_url(postgres: Any, tmp_path: Path) -> None:
+def test_cli_store_flag_takes_a_postgresql_url(postgres: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from host.cli import main
+
     url = postgres.new_url()
-    out = subprocess.run(
-        [sys.executable, "-m", "host.cli", "run", "hello there", "--store", url, "--session", "cli-pg",
-         "--workspace", str(tmp_path / "ws"), "--no-trace", "--sandbox", "off"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    assert out.returncode == 0, out.stderr
-    async with PostgresMessageStore(url) as store:
-        assert [m["content"] for m in await store.messages("cli-pg")] == ["hello there", "echo: hello there"]
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "hello there", "--store", url, "--session", "cli-pg", "--workspace", str(tmp_path / "ws"),
+                 "--no-trace", "--sandbox", "off"]) == 0
+
+    async def transcript() -> list[str]:
+        async with PostgresMessageStore(url) as store:
+            return [m["content"] for m in await store.messages("cli-pg")]
+
+    assert asyncio.run(transcript()) == ["hello there", "echo: hello there"]
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

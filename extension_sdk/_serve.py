@@ -56,8 +56,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 def serve(ext: Extension, argv: list[str] | None = None) -> None:
     """Read the host's environment, serve until told to stop, then exit the process (0 on a clean stop)."""
     args = _parse_args(argv)
+    environ = dict(os.environ)
+    if environ.get("HOOKWIRE_MAGIC_COOKIE") == MAGIC_COOKIE and environ.get("HOOKWIRE_SOCKET"):
+        environ.pop("HOOKWIRE_LISTEN", None)  # a host started this process: its socket wins over a stray variable
     try:
-        listen = listen_config(args)
+        listen = listen_config(args, environ)
     except ListenConfigError as exc:
         sys.stderr.write(f"{ext.name}: {exc}\n")
         raise SystemExit(1) from None

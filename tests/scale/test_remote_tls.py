@@ -131,3 +131,18 @@ def test_unreadable_client_ca_is_refused_naming_the_flag(pki: Pki, tmp_path: Pat
     code, err = _run_bad({"HOOKWIRE_TOKEN": "t"}, "--listen", "127.0.0.1:0", "--tls-cert", str(pki.server.cert),
                          "--tls-key", str(pki.server.key), "--tls-client-ca", str(tmp_path / "nope.pem"))
     assert code == 1 and "--tls-client-ca" in err and "nope.pem" in err
+
+
+def test_a_host_started_process_serves_its_socket_despite_a_stray_listen_variable(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKWIRE_")}
+    sock = tmp_path / "ext.sock"
+    env.update({"HOOKWIRE_MAGIC_COOKIE": "hookwire-extension-v1", "HOOKWIRE_SOCKET": str(sock),
+                "HOOKWIRE_TOKEN": "t", "HOOKWIRE_LISTEN": "127.0.0.1:0"})
+    proc = subprocess.Popen([sys.executable, str(REMOTE_EXT)], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().decode().strip() == f"hookwire|1|unix:{sock}"
+    finally:
+        proc.kill()
+        proc.wait(10)

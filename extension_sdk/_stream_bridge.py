@@ -37,6 +37,8 @@ _FIELDS = {
     "GetSessionInfo": "get_session_info",
 }
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
+# The host reads at most 16 MiB per frame from an extension; a bigger one would break the whole stream.
+MAX_REQUEST_BYTES = 16 * 1024 * 1024 - 64 * 1024
 
 current_stream_bridge: contextvars.ContextVar[StreamBridgeClient | None] = contextvars.ContextVar(
     "hookwire_stream_bridge", default=None
@@ -95,6 +97,10 @@ class StreamBridgeClient:
             raise BridgeCallError(grpc.StatusCode.UNIMPLEMENTED, f"no HostBridge method {method!r}")
         if self._closed is not None:
             raise BridgeCallError(grpc.StatusCode.UNAVAILABLE, self._closed)
+        if request.ByteSize() > MAX_REQUEST_BYTES:
+            raise BridgeCallError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                  f"{method}: {request.ByteSize()} bytes is more than a frame on the stream may carry "
+                                  f"({MAX_REQUEST_BYTES})")
         self._next_id += 1
         call_id = self._next_id
         fut: asyncio.Future[hb.BridgeResponse] = self._loop.create_future()

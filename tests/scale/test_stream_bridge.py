@@ -177,3 +177,17 @@ async def test_a_flood_of_stream_bridge_calls_is_refused_beyond_the_inflight_cap
     answered = await asyncio.gather(*calls)
     assert sum(1 for r in answered if r.code == 0 and r.HasField("get_messages")) == MAX_INFLIGHT
     assert not (tmp_path / "never-bound.sock").exists()
+
+
+async def test_a_write_too_big_for_a_frame_fails_alone_and_the_stream_lives_on(
+        services: Callable[..., Service], pki: Pki, workspace: Path) -> None:
+    svc = services(token=TOKEN, pki=pki)
+    async with ExtensionManager(sandbox="off") as mgr:
+        mgr.register_session("s1", Workspace(workspace))
+        await mgr.load(remote(svc, pki, {"workspace": "read-write"}))
+        out = await mgr.execute_tool("remote_svc_write_big", {"path": "big.bin", "size": 16 * 1024 * 1024},
+                                     context=CallContext(session_id="s1"))
+        assert out.startswith("error: RESOURCE_EXHAUSTED: WriteFile:") and not (workspace / "big.bin").exists()
+        assert await mgr.execute_tool("remote_svc_read", {"path": "notes.txt"},
+                                      context=CallContext(session_id="s1")) == "remember the milk"
+        assert mgr.extensions()[0].restarts == 0

@@ -69,3 +69,43 @@ async def test_a_replica_dying_mid_session_costs_a_call_not_the_turn(services: C
             assert await _answer_from(mgr, survivor, 15) == survivor
             after = await agent.chat('/tool remote_svc_whoami {}')
             assert after.status == "completed" and survivor in after.message["parts"][-1]["text"]
+
+
+async def test_a_replica_reporting_not_serving_gets_no_calls(services: Callable[..., Service],
+                                                             monkeypatch: Any) -> None:
+    """Per-replica health checks: a replica whose grpc.health.v1 says NOT_SERVING (draining) is skipped by the round
+    robin. Tool calls as unary RPCs here, so each call is balanced on its own (on the stream they ride one replica)."""
+    import grpc
+    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+    import host._extension_connection as conn_mod
+
+    monkeypatch.setattr(conn_mod, "USE_CONNECT_TOOLS", False)
+    healthy = services(token=TOKEN, pki=None, replica="r1")
+    draining = grpc.aio.server()  # serves Health (NOT_SERVING) and nothing else: a call reaching it would fail
+    status = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(status, draining)
+    await status.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+    port = draining.add_insecure_port("127.0.0.1:0")
+    await draining.start()
+    try:
+        m = parse_manifest({"name": "remote-svc", "endpoint": f"ipv4:127.0.0.1:{port},{healthy.address}",
+                            "token": TOKEN}, "replicas.yaml")
+        async with ExtensionManager(sandbox="off") as mgr:
+            await mgr.load(m)
+            assert [await mgr.execute_tool("remote_svc_whoami", {}) for _ in range(10)] == ["r1"] * 10
+    finally:
+        await draining.stop(0)
+
+
+async def test_unary_calls_are_spread_round_robin_over_the_replicas(services: Callable[..., Service],
+                                                                    pki: Pki, monkeypatch: Any) -> None:
+    import host._extension_connection as conn_mod
+
+    monkeypatch.setattr(conn_mod, "USE_CONNECT_TOOLS", False)  # each tool call an RPC of its own
+    replicas = [services(token=TOKEN, pki=pki, replica=name) for name in ("r1", "r2")]
+    async with ExtensionManager(sandbox="off") as mgr:
+        await mgr.load(replicated(replicas, pki))
+        await asyncio.sleep(0.3)  # both subchannels connected and health-checked
+        answers = [await mgr.execute_tool("remote_svc_whoami", {}) for _ in range(10)]
+    assert sorted(set(answers)) == ["r1", "r2"] and abs(answers.count("r1") - answers.count("r2")) <= 2

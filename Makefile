@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 NODE_EXT := sample_extensions/node_echo
 
-.PHONY: setup proto proto-check test test-fast demo bench bench-quick node-deps clean
+.PHONY: setup proto proto-check test test-fast demo bench bench-quick node-deps postgres clean
 
 setup: $(VENV)/.installed
 
@@ -25,13 +25,23 @@ $(NODE_EXT)/node_modules/.installed: $(NODE_EXT)/package.json
 		cd $(NODE_EXT) && npm install --silent --no-audit --no-fund && touch node_modules/.installed; \
 	else echo "npm not found: the Node.js sample extension will be skipped"; fi
 
+# The store and scale tests start a throwaway PostgreSQL server (tests/fixtures/postgres.py, initdb into a temp dir):
+# its binaries come from Debian's postgresql package, installed here when missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+postgres:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		echo "installing PostgreSQL (Debian's postgresql package) for the store tests"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql >/dev/null; \
+	else echo "no PostgreSQL server and no apt-get: the PostgreSQL tests will skip (and fail under CI)"; fi
+
 proto: setup
 	$(PY) scripts/gen_proto.py
 
 proto-check: setup
 	$(PY) scripts/gen_proto.py --check
 
-test: setup node-deps proto-check
+test: setup node-deps postgres proto-check
 	$(PY) -m pytest -q -p no:cacheprovider
 
 demo: setup node-deps

@@ -24,11 +24,15 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from . import chunks, cold_start, egress_proxy, hook_rtt, scaling, streamed_turn, tool_vs_mcp, turn_overhead  # noqa: E402
+from . import scale_topology  # noqa: E402
 from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
-    m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling, egress_proxy)
+    m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling, egress_proxy,
+                        scale_topology)
 }
+#: Benchmarks a --quick run leaves out (they start a database and several processes): run them with --only.
+NOT_QUICK = {scale_topology.NAME}
 #: Which result keys each benchmark writes (for the table's order and the missing-key check).
 KEYS: dict[str, tuple[str, ...]] = {
     "hook_rtt": ("hook_rtt_p50_us", "hook_rtt_p99_us", "echo_rtt_p50_us", "hook_vs_echo_ratio"),
@@ -39,6 +43,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "turn_overhead": ("turn_overhead_ms_5ext", "turn_overhead_ratio_5ext"),
     "scaling": ("concurrent_turns_per_s", "concurrent_turn_p99_ms", "overhead_ms_by_ext_count"),
     "egress_proxy": ("egress_proxy_overhead_ms", "egress_proxy_ratio"),
+    "scale_topology": ("topology_turns_per_s", "topology_turn_p99_ms", "single_sqlite_turns_per_s",
+                       "single_sqlite_turn_p99_ms"),
 }
 
 
@@ -82,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     cfg = Config(quick=args.quick, sandbox=args.sandbox, rounds=args.rounds)
-    names = list(dict.fromkeys(args.only)) if args.only else list(BENCHMARKS)
+    names = list(dict.fromkeys(args.only)) if args.only else [n for n in BENCHMARKS if not (args.quick and n in NOT_QUICK)]
     out: Path = args.out or (BENCH_DIR / ("results.json" if not args.only else f"results_{'_'.join(names)}.json"))
     values: dict[str, Any] = {}
     extra: dict[str, Any] = {}

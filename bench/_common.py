@@ -83,6 +83,10 @@ GOALS: dict[str, Goal] = {
     "overhead_ms_by_ext_count": Goal("info", text="linear, no cliff"),
     "egress_proxy_overhead_ms": Goal("info"),
     "egress_proxy_ratio": Goal("info"),
+    "topology_turns_per_s": Goal("info"),
+    "topology_turn_p99_ms": Goal("info"),
+    "single_sqlite_turns_per_s": Goal("info"),
+    "single_sqlite_turn_p99_ms": Goal("info"),
 }
 
 

@@ -35,6 +35,7 @@ from ._convert import (
 from ._extension import Extension, HookDef, ToolDef
 from ._grants import Grants
 from ._reply_limit import bounded, tool_value_json
+from ._stream_bridge import StreamBridgeClient, bridge_offered, current_stream_bridge
 from .proto import PROTOCOL_VERSION, TOKEN_METADATA_KEY
 from .proto import extension_pb2 as pb
 from .proto import extension_pb2_grpc as pb_grpc
@@ -118,7 +119,9 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
     # -- helpers -------------------------------------------------------------------------------
 
     def _host(self, session_id: str) -> Host | None:
-        return Host(self._conn, session_id) if self._conn is not None else None
+        # The bridge of the Connect stream this call came on, if the host offers one; else the Unix-socket bridge.
+        conn: Any = current_stream_bridge.get() or self._conn
+        return Host(conn, session_id) if conn is not None else None
 
     async def _call_hook(self, hook: HookDef, snapshot: dict[str, Any], context: pb.CallContext) -> Any:
         set_current_call(context)
@@ -305,12 +308,20 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
     async def Connect(self, request_iterator: AsyncIterator[pb.HostFrame], context: Any) -> AsyncIterator[pb.ExtensionFrame]:
         """Frames are handled strictly in order, except tool calls, which run concurrently (feature connect-tools)."""
         out: asyncio.Queue[pb.ExtensionFrame | None] = asyncio.Queue()
-        reader = asyncio.create_task(self._read_frames(request_iterator, out))
+        bridge = StreamBridgeClient(out, self._conn) if bridge_offered(context) else None
+        frames = bridge.demux(request_iterator) if bridge is not None else request_iterator
+        token = current_stream_bridge.set(bridge)  # the reader task (and the tool tasks it starts) inherit it
+        try:
+            reader = asyncio.create_task(self._read_frames(frames, out))
+        finally:
+            current_stream_bridge.reset(token)
         try:
             while (frame := await out.get()) is not None:
                 yield frame
         finally:
             reader.cancel()
+            if bridge is not None:
+                bridge.close()
 
     async def _read_frames(self, frames: AsyncIterator[pb.HostFrame], out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
         tools: dict[int, asyncio.Task[None]] = {}

@@ -1,4 +1,8 @@
-"""The process side of the contract: environment, bind, handshake line, lifeline, signals, shutdown."""
+"""The process side of the contract: environment, bind, handshake line, lifeline, signals, shutdown.
+
+Local mode (the host started the process): bind the Unix socket the host names. Remote mode (`--listen HOST:PORT` or
+HOOKWIRE_LISTEN, extension_sdk._listen): serve on TCP, with TLS / mutual TLS when given the material, as a service
+that hosts reach through a manifest's `endpoint`."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import stat
 import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -20,6 +25,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from ._bridge_client import HostConnection
 from ._extension import Extension
 from ._extension_server import ExtensionServicer, TokenInterceptor
+from ._listen import ListenConfig, ListenConfigError, add_listen_args, is_loopback, listen_config, listen_token
 from .proto import HANDSHAKE_MAGIC, MAGIC_COOKIE, PROTOCOL_VERSION, extension_pb2_grpc
 
 DEFAULT_GRACE_S = 1.0
@@ -41,6 +47,7 @@ def _setup_logging(name: str) -> None:
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--socket", default=None)
+    add_listen_args(parser)
     args, _unknown = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     return args
 
@@ -48,6 +55,17 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 def serve(ext: Extension, argv: list[str] | None = None) -> None:
     """Read the host's environment, serve until told to stop, then exit the process (0 on a clean stop)."""
     args = _parse_args(argv)
+    environ = dict(os.environ)
+    if environ.get("HOOKWIRE_MAGIC_COOKIE") == MAGIC_COOKIE and environ.get("HOOKWIRE_SOCKET"):
+        environ.pop("HOOKWIRE_LISTEN", None)  # a host started this process: its socket wins over a stray variable
+    try:
+        listen = listen_config(args, environ)
+    except ListenConfigError as exc:
+        sys.stderr.write(f"{ext.name}: {exc}\n")
+        raise SystemExit(1) from None
+    if listen is not None:
+        _serve_remote(ext, args, listen)
+        return
     cookie = os.environ.get("HOOKWIRE_MAGIC_COOKIE")
     if cookie != MAGIC_COOKIE and args.socket is None:
         sys.stderr.write(
@@ -68,8 +86,32 @@ def serve(ext: Extension, argv: list[str] | None = None) -> None:
     if token is None:
         log.warning("no HOOKWIRE_TOKEN: serving WITHOUT the token check (development mode)")
     host_address = os.environ.get("HOOKWIRE_HOST_ADDRESS") or None
+    _run_and_exit(ext, lambda: serve_async(ext, socket_path=socket_path, token=token, host_address=host_address))
+
+
+def _serve_remote(ext: Extension, args: argparse.Namespace, listen: ListenConfig) -> None:
+    """Remote mode: serve on TCP until SIGTERM/SIGINT (no lifeline: no host owns this process)."""
     try:
-        code = asyncio.run(serve_async(ext, socket_path=socket_path, token=token, host_address=host_address))
+        token = listen_token(args)
+    except ListenConfigError as exc:
+        sys.stderr.write(f"{ext.name}: {exc}\n")
+        raise SystemExit(1) from None
+    if token is None:
+        sys.stderr.write(f"{ext.name}: serving on {listen.address} needs a token (HOOKWIRE_TOKEN or --token-file); "
+                         "every host call must carry it\n")
+        raise SystemExit(1)
+    _setup_logging(ext.name)
+    if not listen.tls and not is_loopback(listen.address):
+        log.warning("serving on %s WITHOUT TLS: the token and every snapshot cross the network in clear text "
+                    "(give --tls-cert/--tls-key, and --tls-client-ca for mutual TLS)", listen.address)
+    host_address = os.environ.get("HOOKWIRE_HOST_ADDRESS") or None
+    _run_and_exit(ext, lambda: serve_async(ext, socket_path=None, token=token, host_address=host_address,
+                                           lifeline=False, listen=listen))
+
+
+def _run_and_exit(ext: Extension, main: Callable[[], Any]) -> None:
+    try:
+        code = asyncio.run(main())
     except KeyboardInterrupt:
         code = 0
     except OSError as exc:
@@ -115,12 +157,14 @@ def _watch_lifeline(on_eof: Callable[[], None]) -> None:
 async def serve_async(
     ext: Extension,
     *,
-    socket_path: str,
+    socket_path: str | None,
     token: str | None,
     host_address: str | None = None,
     lifeline: bool | None = None,
+    listen: ListenConfig | None = None,
 ) -> int:
-    """Serve `ext` on a Unix socket until Shutdown, stdin EOF or SIGTERM/SIGINT; returns the exit code."""
+    """Serve `ext` on a Unix socket (or on TCP with `listen`) until Shutdown, stdin EOF or SIGTERM/SIGINT; returns
+    the exit code."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     grace: list[float] = [DEFAULT_GRACE_S]
@@ -132,8 +176,14 @@ async def serve_async(
             grace[0] = grace_s
             stop.set()
 
-    socket_path = os.path.abspath(socket_path)
-    target = f"unix:{socket_path}"
+    if listen is None:
+        if not socket_path:
+            raise OSError("no Unix socket path and no listen address: nowhere to serve")
+        socket_path = os.path.abspath(socket_path)
+        target = f"unix:{socket_path}"
+    else:
+        socket_path = None
+        target = listen.address
     conn = HostConnection(host_address, token or "") if host_address else None
     executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix=f"{ext.name}-tool")
     servicer = ExtensionServicer(
@@ -152,12 +202,16 @@ async def serve_async(
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set("hookwire.v1.Extension", health_pb2.HealthCheckResponse.SERVING)
 
-    _remove_stale_socket(socket_path)
-    try:
-        server.add_insecure_port(target)
-    except RuntimeError as exc:
-        hint = " (a Unix socket path may be at most 107 bytes)" if len(socket_path) > 107 else ""
-        raise OSError(f"cannot bind {target}{hint}") from exc
+    if socket_path is not None:
+        _remove_stale_socket(socket_path)
+        try:
+            server.add_insecure_port(target)
+        except RuntimeError as exc:
+            hint = " (a Unix socket path may be at most 107 bytes)" if len(socket_path) > 107 else ""
+            raise OSError(f"cannot bind {target}{hint}") from exc
+    else:
+        assert listen is not None
+        target = _bind_tcp(server, listen)
     await server.start()
 
     # Signal handlers before the handshake: the host may send SIGTERM the moment it has read the line.
@@ -172,7 +226,8 @@ async def serve_async(
     out.write(f"{HANDSHAKE_MAGIC}|{PROTOCOL_VERSION}|{target}\n")
     out.flush()
     sys.stdout = sys.stderr
-    log.info("serving %s %s on %s (hooks: %s; tools: %s)", ext.name, ext.version, target,
+    log.info("serving %s %s on %s%s (hooks: %s; tools: %s)", ext.name, ext.version, target,
+             f", {listen.describe()}" if listen is not None else "",
              ", ".join(ext.hooks) or "none", ", ".join(ext.tools) or "none")
 
     if lifeline is None:
@@ -194,9 +249,25 @@ async def serve_async(
         executor.shutdown(wait=False, cancel_futures=True)
         if conn is not None:
             await conn.close()
-        _remove_stale_socket(socket_path)
+        if socket_path is not None:
+            _remove_stale_socket(socket_path)
         sys.stdout = out
     return 0
+
+
+def _bind_tcp(server: grpc.aio.Server, listen: ListenConfig) -> str:
+    """Bind the listen address (TLS when configured); the bound HOST:PORT (port 0 becomes the port taken)."""
+    credentials = listen.server_credentials()
+    try:
+        if credentials is None:
+            port = server.add_insecure_port(listen.address)
+        else:
+            port = server.add_secure_port(listen.address, credentials)
+    except RuntimeError as exc:
+        raise OSError(f"cannot listen on {listen.address}: {exc}") from exc
+    if not port:
+        raise OSError(f"cannot listen on {listen.address} (address in use, or not an address of this machine)")
+    return f"{listen.address.rpartition(':')[0]}:{port}"
 
 
 def _fd_ok(fd: int) -> bool:

@@ -72,7 +72,9 @@ from .sandbox._plan import LaunchPlan, SandboxMode, plan_launch, sandbox_capabil
 from .turn._agent import Agent
 from .turn._chat_errors import default_context_overflow_classifier
 from .turn._session import ContextBlock, Session
+from .turn._pg_store import PostgresMessageStore
 from .turn._store import MessageStore
+from .turn._store_backends import open_store
 from .turn._tools import Tool, tool
 from .turn._types import (
     ChatErrorClassification,
@@ -152,6 +154,7 @@ __all__ = [
     "MessageStore",
     "NestedTurnError",
     "Permissions",
+    "PostgresMessageStore",
     "PrepareStepContext",
     "SandboxMode",
     "SandboxUnavailable",
@@ -182,6 +185,7 @@ __all__ = [
     "default_context_overflow_classifier",
     "load_manifest",
     "manifest_json_schema",
+    "open_store",
     "own_label",
     "parse_manifest",
     "plan_launch",

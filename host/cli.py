@@ -1,7 +1,7 @@
 """The `hookwire` command: run turns with extensions, validate and inspect manifests, diagnose the machine.
 
-    hookwire run "PROMPT" -e MANIFEST... [--model ID] [--session ID] [--store FILE] [--workspace DIR] [--body JSON]
-    hookwire chat -e MANIFEST... [--session ID] [--store FILE]
+    hookwire run "PROMPT" -e MANIFEST... [--model ID] [--session ID] [--store FILE|URL] [--workspace DIR] [--body JSON]
+    hookwire chat -e MANIFEST... [--session ID] [--store FILE|URL]
     hookwire ext validate FILE...
     hookwire ext list -e MANIFEST...
     hookwire ext schema
@@ -51,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("-e", "--extension", action="append", default=[], metavar="MANIFEST", help="load a manifest")
         sp.add_argument("--model", default=DEFAULT_MODEL, help=f"a litellm model id (default {DEFAULT_MODEL})")
         sp.add_argument("--session", default="cli", help="session id (default: cli)")
-        sp.add_argument("--store", default=".hookwire/sessions.db", help="SQLite file for the transcript")
+        sp.add_argument("--store", default=os.environ.get("HOOKWIRE_STORE") or ".hookwire/sessions.db",
+                        help="where sessions live: a SQLite file, or a postgresql:// URL shared by several hosts "
+                        "(default: $HOOKWIRE_STORE, else .hookwire/sessions.db)")
         sp.add_argument("--workspace", default=".hookwire/workspace", help="the workspace root extensions may use")
         sp.add_argument("--body", default=None, help="JSON object sent to beforeTurn as `body`")
         sp.add_argument("--sandbox", choices=["auto", "off", "required"], default="auto")
@@ -199,7 +201,10 @@ def _make_agent(args: argparse.Namespace, manager: Any, *, stream: bool = True) 
                 sys.stdout.write(render_chunk(ctx.chunk))
                 sys.stdout.flush()
 
-    Path(args.store).parent.mkdir(parents=True, exist_ok=True)
+    from .turn._pg_store import is_postgres_url
+
+    if not is_postgres_url(args.store):
+        Path(args.store).parent.mkdir(parents=True, exist_ok=True)
     Path(args.workspace).mkdir(parents=True, exist_ok=True)
     return CliAgent(
         session_id=args.session, store=args.store, workspace=args.workspace, manager=manager, model=args.model

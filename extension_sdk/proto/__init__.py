@@ -11,8 +11,13 @@ HANDSHAKE_MAGIC = "hookwire"  # the first word of the handshake line an extensio
 TOKEN_METADATA_KEY = "x-hookwire-token"
 MAGIC_COOKIE = "hookwire-extension-v1"  # HOOKWIRE_MAGIC_COOKIE: proves the process was started by a host
 HOOK_NAMES: tuple[str, ...] = ("beforeTurn", "beforeToolCall", "afterToolCall", "onStepFinish", "onChunk")
+# Connect-stream metadata from a host that answers HostBridge calls as frames on that stream.
+BRIDGE_METADATA_KEY = "x-hookwire-bridge"
+BRIDGE_ON_STREAM = "frames"
 
 __all__ = [
+    "BRIDGE_METADATA_KEY",
+    "BRIDGE_ON_STREAM",
     "HANDSHAKE_MAGIC",
     "HOOK_NAMES",
     "MAGIC_COOKIE",

@@ -1,3 +1,4 @@
+from . import host_bridge_pb2 as _host_bridge_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -369,13 +370,14 @@ class ObservationAck(_message.Message):
     def __init__(self, handled: _Optional[int] = ..., errors: _Optional[_Iterable[_Union[HookError, _Mapping]]] = ...) -> None: ...
 
 class HostFrame(_message.Message):
-    __slots__ = ("id", "before_turn", "before_tool_call", "observations", "execute_tool", "cancel", "prelude")
+    __slots__ = ("id", "before_turn", "before_tool_call", "observations", "execute_tool", "cancel", "bridge_response", "prelude")
     ID_FIELD_NUMBER: _ClassVar[int]
     BEFORE_TURN_FIELD_NUMBER: _ClassVar[int]
     BEFORE_TOOL_CALL_FIELD_NUMBER: _ClassVar[int]
     OBSERVATIONS_FIELD_NUMBER: _ClassVar[int]
     EXECUTE_TOOL_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
+    BRIDGE_RESPONSE_FIELD_NUMBER: _ClassVar[int]
     PRELUDE_FIELD_NUMBER: _ClassVar[int]
     id: int
     before_turn: BeforeTurnRequest
@@ -383,8 +385,9 @@ class HostFrame(_message.Message):
     observations: ObservationBatch
     execute_tool: ExecuteToolRequest
     cancel: CancelCall
+    bridge_response: _host_bridge_pb2.BridgeResponse
     prelude: ObservationBatch
-    def __init__(self, id: _Optional[int] = ..., before_turn: _Optional[_Union[BeforeTurnRequest, _Mapping]] = ..., before_tool_call: _Optional[_Union[BeforeToolCallRequest, _Mapping]] = ..., observations: _Optional[_Union[ObservationBatch, _Mapping]] = ..., execute_tool: _Optional[_Union[ExecuteToolRequest, _Mapping]] = ..., cancel: _Optional[_Union[CancelCall, _Mapping]] = ..., prelude: _Optional[_Union[ObservationBatch, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., before_turn: _Optional[_Union[BeforeTurnRequest, _Mapping]] = ..., before_tool_call: _Optional[_Union[BeforeToolCallRequest, _Mapping]] = ..., observations: _Optional[_Union[ObservationBatch, _Mapping]] = ..., execute_tool: _Optional[_Union[ExecuteToolRequest, _Mapping]] = ..., cancel: _Optional[_Union[CancelCall, _Mapping]] = ..., bridge_response: _Optional[_Union[_host_bridge_pb2.BridgeResponse, _Mapping]] = ..., prelude: _Optional[_Union[ObservationBatch, _Mapping]] = ...) -> None: ...
 
 class CancelCall(_message.Message):
     __slots__ = ("id",)
@@ -393,18 +396,20 @@ class CancelCall(_message.Message):
     def __init__(self, id: _Optional[int] = ...) -> None: ...
 
 class ExtensionFrame(_message.Message):
-    __slots__ = ("id", "before_turn", "before_tool_call", "observations", "tool_event")
+    __slots__ = ("id", "before_turn", "before_tool_call", "observations", "tool_event", "bridge_request")
     ID_FIELD_NUMBER: _ClassVar[int]
     BEFORE_TURN_FIELD_NUMBER: _ClassVar[int]
     BEFORE_TOOL_CALL_FIELD_NUMBER: _ClassVar[int]
     OBSERVATIONS_FIELD_NUMBER: _ClassVar[int]
     TOOL_EVENT_FIELD_NUMBER: _ClassVar[int]
+    BRIDGE_REQUEST_FIELD_NUMBER: _ClassVar[int]
     id: int
     before_turn: BeforeTurnResponse
     before_tool_call: BeforeToolCallResponse
     observations: ObservationAck
     tool_event: ToolEvent
-    def __init__(self, id: _Optional[int] = ..., before_turn: _Optional[_Union[BeforeTurnResponse, _Mapping]] = ..., before_tool_call: _Optional[_Union[BeforeToolCallResponse, _Mapping]] = ..., observations: _Optional[_Union[ObservationAck, _Mapping]] = ..., tool_event: _Optional[_Union[ToolEvent, _Mapping]] = ...) -> None: ...
+    bridge_request: _host_bridge_pb2.BridgeRequest
+    def __init__(self, id: _Optional[int] = ..., before_turn: _Optional[_Union[BeforeTurnResponse, _Mapping]] = ..., before_tool_call: _Optional[_Union[BeforeToolCallResponse, _Mapping]] = ..., observations: _Optional[_Union[ObservationAck, _Mapping]] = ..., tool_event: _Optional[_Union[ToolEvent, _Mapping]] = ..., bridge_request: _Optional[_Union[_host_bridge_pb2.BridgeRequest, _Mapping]] = ...) -> None: ...
 
 class ExecuteToolRequest(_message.Message):
     __slots__ = ("context", "name", "input_json", "tool_call_id")

@@ -151,3 +151,55 @@ class GetSessionInfoResponse(_message.Message):
     model_id: str
     metadata_json: str
     def __init__(self, session_id: _Optional[str] = ..., message_count: _Optional[int] = ..., model_id: _Optional[str] = ..., metadata_json: _Optional[str] = ...) -> None: ...
+
+class BridgeRequest(_message.Message):
+    __slots__ = ("id", "read_file", "list_files", "write_file", "delete_file", "get_messages", "get_context", "set_context", "send_message", "get_session_info")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    READ_FILE_FIELD_NUMBER: _ClassVar[int]
+    LIST_FILES_FIELD_NUMBER: _ClassVar[int]
+    WRITE_FILE_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FILE_FIELD_NUMBER: _ClassVar[int]
+    GET_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    GET_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    SET_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    SEND_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    GET_SESSION_INFO_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    read_file: ReadFileRequest
+    list_files: ListFilesRequest
+    write_file: WriteFileRequest
+    delete_file: DeleteFileRequest
+    get_messages: GetMessagesRequest
+    get_context: GetContextRequest
+    set_context: SetContextRequest
+    send_message: SendMessageRequest
+    get_session_info: GetSessionInfoRequest
+    def __init__(self, id: _Optional[int] = ..., read_file: _Optional[_Union[ReadFileRequest, _Mapping]] = ..., list_files: _Optional[_Union[ListFilesRequest, _Mapping]] = ..., write_file: _Optional[_Union[WriteFileRequest, _Mapping]] = ..., delete_file: _Optional[_Union[DeleteFileRequest, _Mapping]] = ..., get_messages: _Optional[_Union[GetMessagesRequest, _Mapping]] = ..., get_context: _Optional[_Union[GetContextRequest, _Mapping]] = ..., set_context: _Optional[_Union[SetContextRequest, _Mapping]] = ..., send_message: _Optional[_Union[SendMessageRequest, _Mapping]] = ..., get_session_info: _Optional[_Union[GetSessionInfoRequest, _Mapping]] = ...) -> None: ...
+
+class BridgeResponse(_message.Message):
+    __slots__ = ("id", "code", "message", "read_file", "list_files", "write_file", "delete_file", "get_messages", "get_context", "set_context", "send_message", "get_session_info")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    READ_FILE_FIELD_NUMBER: _ClassVar[int]
+    LIST_FILES_FIELD_NUMBER: _ClassVar[int]
+    WRITE_FILE_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FILE_FIELD_NUMBER: _ClassVar[int]
+    GET_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    GET_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    SET_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    SEND_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    GET_SESSION_INFO_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    code: int
+    message: str
+    read_file: ReadFileResponse
+    list_files: ListFilesResponse
+    write_file: WriteFileResponse
+    delete_file: DeleteFileResponse
+    get_messages: GetMessagesResponse
+    get_context: GetContextResponse
+    set_context: SetContextResponse
+    send_message: SendMessageResponse
+    get_session_info: GetSessionInfoResponse
+    def __init__(self, id: _Optional[int] = ..., code: _Optional[int] = ..., message: _Optional[str] = ..., read_file: _Optional[_Union[ReadFileResponse, _Mapping]] = ..., list_files: _Optional[_Union[ListFilesResponse, _Mapping]] = ..., write_file: _Optional[_Union[WriteFileResponse, _Mapping]] = ..., delete_file: _Optional[_Union[DeleteFileResponse, _Mapping]] = ..., get_messages: _Optional[_Union[GetMessagesResponse, _Mapping]] = ..., get_context: _Optional[_Union[GetContextResponse, _Mapping]] = ..., set_context: _Optional[_Union[SetContextResponse, _Mapping]] = ..., send_message: _Optional[_Union[SendMessageResponse, _Mapping]] = ..., get_session_info: _Optional[_Union[GetSessionInfoResponse, _Mapping]] = ...) -> None: ...

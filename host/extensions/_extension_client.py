@@ -26,14 +26,21 @@ import contextlib
 import inspect
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
 
-from extension_sdk.proto import PROTOCOL_VERSION, TOKEN_METADATA_KEY, extension_pb2_grpc
+from extension_sdk.proto import (
+    BRIDGE_METADATA_KEY,
+    BRIDGE_ON_STREAM,
+    PROTOCOL_VERSION,
+    TOKEN_METADATA_KEY,
+    extension_pb2_grpc,
+)
 from extension_sdk.proto import extension_pb2 as pb
+from extension_sdk.proto import host_bridge_pb2 as hb
 
 from .._errors import ExtensionReplyError, ExtensionToolError, ExtensionUnavailableError
 from ._frames import observation_batch, observations_frame, serialize, with_prelude
@@ -176,16 +183,21 @@ class ExtensionConnection:
         token: str,
         *,
         credentials: grpc.ChannelCredentials | None = None,
+        channel_options: list[tuple[str, Any]] | None = None,
         on_observation_error: Callable[[pb.HookError], None] | None = None,
         on_lost: Callable[[str], None] | None = None,
         on_stalled: Callable[[float], None] | None = None,
         observe_timeout_s: float = 5.0,
         queue_max: int = QUEUE_MAX,
         coalesce_s: float = COALESCE_S,
+        bridge: Callable[[hb.BridgeRequest], Awaitable[hb.BridgeResponse]] | None = None,
     ) -> None:
+        """`bridge`: answers HostBridge calls riding the Connect stream (host/_stream_bridge.py); None: the stream
+        offers no bridge (the extension uses the Unix-socket HostBridge, if it has one)."""
         self.name = name
         self.target = target
-        options = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES), ("grpc.enable_retries", 0)]
+        options = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES), ("grpc.enable_retries", 0),
+                   *(channel_options or ())]
         if credentials is None:
             self._channel = grpc.aio.insecure_channel(target, options=options)
         else:
@@ -251,6 +263,8 @@ class ExtensionConnection:
         self._stalled = False
         self.lost: dict[bytes, int] = {}  # context record -> observations never handled (set when the connection broke)
         self._last_ctx: bytes = b""  # the context record of the latest observation
+        self._bridge = bridge
+        self._bridge_tasks: set[asyncio.Task[None]] = set()
 
     # -- set-up --------------------------------------------------------------------------------
 
@@ -266,7 +280,8 @@ class ExtensionConnection:
         self.tools_on_stream = USE_CONNECT_TOOLS and self.streaming and "connect-tools" in desc.features
         self.prelude = self.streaming and "prelude" in desc.features
         if self.streaming:
-            self._stream = self._connect(metadata=self._md)
+            md = self._md + ((BRIDGE_METADATA_KEY, BRIDGE_ON_STREAM),) if self._bridge is not None else self._md
+            self._stream = self._connect(metadata=md)
             self._tasks.append(asyncio.ensure_future(self._reader()))
         self._tasks.append(asyncio.ensure_future(self._sender()))
         return desc
@@ -643,6 +658,9 @@ class ExtensionConnection:
         except DecodeError as exc:
             self._undecodable(raw, exc)
             return
+        if self._bridge is not None and frame.WhichOneof("body") == "bridge_request":
+            self._bridge_call(frame.bridge_request)
+            return
         fid = frame.id
         if self._prelude_covers:
             carried = self._prelude_covers.pop(fid, None)
@@ -677,6 +695,23 @@ class ExtensionConnection:
         if frame.HasField("tool_event") and self._kinds.get(fid) == "execute_tool":
             return  # an event of a tool call its caller gave up on (cancelled, timed out)
         self._answer(fid, frame)
+
+    def _bridge_call(self, request: hb.BridgeRequest) -> None:
+        """Answer a HostBridge call from the stream in a task of its own; the answer jumps the outbox queue (the
+        extension may be holding its frame loop until it comes)."""
+        bridge = self._bridge
+        assert bridge is not None
+
+        async def run() -> None:
+            response = await bridge(request)
+            if self._broken is None and not self._closed:
+                self._outbox.appendleft((_SEND, pb.HostFrame(bridge_response=response)))
+                self._wake.set()
+                self._window.set()  # a sender waiting for the ack window rechecks its head: this answer goes first
+
+        task = asyncio.ensure_future(run())
+        self._bridge_tasks.add(task)
+        task.add_done_callback(self._bridge_tasks.discard)
 
     def _reject(self, message: str, hook: str, field: str) -> ExtensionReplyError:
         self.rejected += 1
@@ -873,7 +908,7 @@ class ExtensionConnection:
     async def close(self) -> None:
         self._closed = True
         self._fail(ExtensionUnavailableError(f"extension {self.name!r} was closed", extension=self.name))
-        for task in self._tasks:
+        for task in [*self._tasks, *self._bridge_tasks]:
             task.cancel()
         for task in self._tasks:
             with contextlib.suppress(BaseException):

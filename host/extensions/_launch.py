@@ -22,6 +22,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -34,12 +35,13 @@ from ..sandbox._egress_hosting import EgressProxies
 from ..sandbox._fs_cleanup import remove_tree_logged
 from ..sandbox._plan import SandboxMode
 from ..sandbox._zygote import Zygote
+from ._endpoint_tls import describe_failure_hint, endpoint_channel
 from ._extension_client import ExtensionConnection
 from ._grants import grants_to_proto
 from ._process import ExtensionProcess
 from ._registry import Registry
 from ._sessions import BridgeSessions
-from ._state import ExtensionRuntime, ExtensionTool, tls_credentials
+from ._state import ExtensionRuntime, ExtensionTool
 from ._tool_names import collision_message, extension_collisions, extension_owner
 
 log = logging.getLogger("hookwire.extensions")
@@ -147,11 +149,12 @@ class Launcher:
 
     # -- start and stop ---------------------------------------------------------------------------------------
 
-    def _connection(self, ext: ExtensionRuntime, target: str, credentials: grpc.ChannelCredentials | None = None
-                    ) -> ExtensionConnection:
+    async def _connection(self, ext: ExtensionRuntime, target: str, credentials: grpc.ChannelCredentials | None = None,
+                          channel_options: list[tuple[str, Any]] | None = None) -> ExtensionConnection:
         m = ext.manifest
         return ExtensionConnection(
-            ext.name, target, ext.token, credentials=credentials,
+            ext.name, target, ext.token, credentials=credentials, channel_options=channel_options,
+            bridge=await self.bridge.stream_answerer(ext),
             on_observation_error=lambda err, e=ext: self._on_observation_error(e, err),
             on_lost=lambda why, e=ext: self._on_lost(e, why),
             on_stalled=lambda waited, e=ext: self._on_stalled(e, waited),
@@ -194,7 +197,7 @@ class Launcher:
             await proc.terminate(0)
             raise ExtensionStartError(f"{where}: the manager was closed while it started", extension=ext.name,
                                       manifest=ext.manifest_file)
-        return self._connection(ext, proc.target)
+        return await self._connection(ext, proc.target)
 
     async def start(self, ext: ExtensionRuntime) -> None:
         """Start (or restart) one extension: spawn or dial, handshake, connect, Describe, adopt."""
@@ -204,7 +207,8 @@ class Launcher:
         deadline = loop.time() + m.timeouts.start_ms / 1000
         ext.generation += 1
         if m.endpoint is not None:
-            conn = self._connection(ext, m.endpoint, tls_credentials(m))
+            credentials, channel_options = endpoint_channel(m, ext.manifest_file)
+            conn = await self._connection(ext, m.endpoint, credentials, channel_options)
         else:
             conn = await self._spawn(ext, where)
         try:
@@ -231,7 +235,8 @@ class Launcher:
             desc = await conn.open(timeout, grants_to_proto(ext.manifest))
         except grpc.aio.AioRpcError as exc:
             raise ExtensionStartError(
-                f"{where}: Describe failed: {exc.code().name}: {exc.details()}",
+                f"{where}: Describe failed: {exc.code().name}: {exc.details()}"
+                f"{describe_failure_hint(ext.manifest, exc.code(), exc.details() or '')}",
                 extension=ext.name, manifest=ext.manifest_file,
             ) from None
         if desc.protocol_version != PROTOCOL_VERSION:

@@ -27,6 +27,8 @@ from ._chat_errors import default_context_overflow_classifier
 from ._hook_chain import TurnRecord
 from ._session import Session, maybe_await
 from ._session_bridge import AgentSessionServices
+from ._store_backends import claim_submission
+from ._submission_resume import earlier_answer
 from ._turn_runner import TurnRequest, TurnRunner, active_turn
 from ._types import (
     ChatErrorClassification,
@@ -191,15 +193,18 @@ class Agent:
 
     async def _start(self) -> None:
         from ._scripted_model import register_scripted_model
-        from ._store import MessageStore, SessionStore
+        from ._store import SessionStore
+        from ._store_backends import is_store, open_store
 
         register_scripted_model()
-        if isinstance(self._store_spec, MessageStore):
+        if is_store(self._store_spec):
             raw, self._owns_store = self._store_spec, False
         else:
-            raw = MessageStore(":memory:" if self._store_spec is None else str(self._store_spec))
+            raw = open_store(self._store_spec)  # a SQLite path, or a postgresql:// URL (host/turn/_store_backends.py)
             self._owns_store = True
         self.store = SessionStore(raw, self.session_id)
+        if hasattr(raw, "open"):
+            await raw.open()  # a store that connects (PostgreSQL): a bad URL fails the start, not the first turn
         if self._workspace is not None:
             self._workspace.mkdir(parents=True, exist_ok=True)
         if self._manager is None and self._extension_specs:
@@ -287,8 +292,23 @@ class Agent:
         normalized = [normalize_incoming(m) for m in items]
         sid = submission_id or new_id("sub")
         await self.store.record_submission(sid, {"messages": normalized, "body": body})
-        self._resume_submission({"submission_id": sid, "payload": {"messages": normalized, "body": body}})
+        # The same id submitted again (a client retrying on another host): run what was recorded first, whose
+        # message ids the transcript may already hold.
+        recorded = next((p for p in await self.store.pending_submissions() if p["submission_id"] == sid), None)
+        self._resume_submission(recorded or {"submission_id": sid, "payload": {"messages": normalized, "body": body}})
         return sid
+
+    async def resume_pending(self) -> list[str]:
+        """Resume the session's unfinished submissions that this agent is not running (on a shared store: those of a
+        host process that died). Each is claimed first, so none runs twice; returns the ids taken up."""
+        self._ensure_started()
+        taken: list[str] = []
+        for sub in await self.store.pending_submissions():
+            task = self._submissions.get(sub["submission_id"])
+            if task is None or task.done():
+                self._resume_submission(sub)
+                taken.append(sub["submission_id"])
+        return taken
 
     async def wait_for_submission(self, submission_id: str) -> ChatResponseResult:
         task = self._submissions.get(submission_id)
@@ -430,12 +450,22 @@ class Agent:
 
     def _resume_submission(self, sub: dict[str, Any]) -> None:
         sid: str = sub["submission_id"]
+        running = self._submissions.get(sid)
+        if running is not None and not running.done():
+            return  # already on its way here (resumed at start, then submitted again)
         payload = sub.get("payload") or {}
         messages = list(payload.get("messages") or [])
         body = payload.get("body")
 
         async def run() -> ChatResponseResult:
             rid = new_id("req")
+            if not await claim_submission(self.store.raw, sid):  # another host process runs (or ran) it
+                return ChatResponseResult(status="skipped", request_id=rid,
+                                          error=f"submission {sid!r} is claimed by another host process, or finished")
+            answer = earlier_answer(await self.store.messages(), messages)
+            if answer is not None:  # its host died after answering, before marking it done: not run twice
+                await self.store.set_submission_status(sid, "completed")
+                return ChatResponseResult(status="completed", message=answer, request_id=rid)
             await self.store.set_submission_status(sid, "running")
             result = await self._runner.run(self._request(rid, messages, False, body, None, "submit_messages"))
             await self.store.set_submission_status(sid, result.status, result.error)

@@ -34,6 +34,7 @@ from ._hook_chain import HookChain, TurnRecord
 from ._loop import TurnLoop, TurnPlan
 from ._plan import HostSettings, plan_turn
 from ._session import maybe_await
+from ._store_backends import turn_lease
 from ._tools import Tool, as_tool
 from ._types import ChatErrorClassification, ChatErrorContext, ChatErrorStage, ChatResponseResult, TurnContext
 from ._ui_messages import finalize, new_id, normalize_incoming, to_model_messages
@@ -70,8 +71,9 @@ class TurnRunner:
 
     async def run(self, req: TurnRequest) -> ChatResponseResult:
         try:
-            async with self.a._lock, telemetry.agent_span(type(self.a).__name__, self.a.session_id,
-                                                          req.request_id) as span:
+            # one turn at a time per session: in this process (the lock) and across host processes (the store's lease)
+            async with self.a._lock, turn_lease(self.a.store.raw, self.a.session_id), \
+                    telemetry.agent_span(type(self.a).__name__, self.a.session_id, req.request_id) as span:
                 token = active_turn.set(self.a)
                 turn = self.a._turn = TurnRecord(session_id=self.a.session_id, request_id=req.request_id)
                 turn.context.traceparent, turn.context.tracestate = telemetry.traceparent()  # observations

@@ -22,10 +22,9 @@ from host.turn import _scripted_model
 HOST_DIR = Path(host.__file__).parent
 REPO = HOST_DIR.parent
 # Load the store modules alone (a bare package over host/): importing the whole host package costs seconds.
-STORE_ONLY = (
-    "import asyncio, importlib, sys, types\n"
-    "pkg = types.ModuleType('hwstore'); pkg.__path__ = [sys.argv[2]]; sys.modules['hwstore'] = pkg\n"
-    "open_store = importlib.import_module('hwstore._store_backends').open_store\n"
+STORE_ONLY = (  # another host process, with just the store (`import host` does not import litellm)
+    "import asyncio, sys\n"
+    "from host import open_store\n"
 )
 
 

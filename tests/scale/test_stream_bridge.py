@@ -61,7 +61,7 @@ async def test_remote_extension_reads_the_workspace_over_its_stream(
         await mgr.load(remote(svc, pki, {"workspace": "read"}))
         out = await mgr.execute_tool("remote_svc_read", {"path": "notes.txt"}, context=CallContext(session_id="s1"))
         assert out == "remember the milk"
-        assert not mgr._bridge.socket_path.exists()  # the host listens nowhere for it
+        assert not mgr._launcher.bridge._server.socket_path.exists()  # the host listens nowhere for it
 
 
 async def test_sync_handler_reaches_the_host_over_the_stream(
@@ -130,7 +130,7 @@ async def test_remote_extension_without_bridge_grants_gets_no_host(
         await mgr.load(remote(svc, pki, {}))
         out = await mgr.execute_tool("remote_svc_read", {"path": "notes.txt"}, context=CallContext(session_id="s1"))
         assert out == "no bridge"
-        assert mgr._bridge is None
+        assert mgr._launcher.bridge._server is None
 
 
 async def test_local_extension_calls_over_unary_rpcs_still_use_the_unix_socket_bridge(
@@ -147,7 +147,7 @@ async def test_local_extension_calls_over_unary_rpcs_still_use_the_unix_socket_b
         await mgr.load(m)
         out = await mgr.execute_tool("local_svc_read", {"path": "notes.txt"}, context=CallContext(session_id="s1"))
         assert out == "remember the milk"
-        assert mgr._bridge.socket_path.exists()  # a started process still gets the Unix-socket bridge
+        assert mgr._launcher.bridge._server.socket_path.exists()  # a started process still gets the Unix-socket bridge
 
 
 async def test_a_flood_of_stream_bridge_calls_is_refused_beyond_the_inflight_cap(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -206,26 +207,37 @@ async def _cmd_run(args: argparse.Namespace) -> int:
 
 
 async def _cmd_chat(args: argparse.Namespace) -> int:
+    from ._cli_interrupt import ChatInterrupts, ChatQuit, StdinLines
     from .extensions._manager import ExtensionManager
 
     body = _parse_body(args.body)
     async with ExtensionManager(sandbox=args.sandbox) as mgr:
         await mgr.load_all(args.extension)
         async with _make_agent(args, mgr) as agent:
-            print(f"hookwire chat — session {args.session!r}, model {args.model}; /quit or Ctrl-D to leave")
-            while True:
-                try:
-                    line = await asyncio.to_thread(input, "you> ")
-                except EOFError:
-                    print()
-                    return 0
-                if line.strip() in ("/quit", "/exit"):
-                    return 0
-                if not line.strip():
-                    continue
-                sys.stdout.write("assistant> ")
-                result = await agent.chat(line, body=body)
-                _print_result(result, not args.no_trace)
+            print(f"hookwire chat — session {args.session!r}, model {args.model}; /quit, Ctrl-D or Ctrl-C to leave")
+            stdin = StdinLines()
+            with ChatInterrupts() as interrupts, contextlib.suppress(ChatQuit):
+                while True:
+                    sys.stdout.write("you> ")
+                    sys.stdout.flush()
+                    line = await interrupts.until_quit(stdin.readline())  # Ctrl-C here: ChatQuit
+                    if line is None:
+                        print()
+                        return 0
+                    if line.strip() in ("/quit", "/exit"):
+                        return 0
+                    if not line.strip():
+                        continue
+                    sys.stdout.write("assistant> ")
+                    try:  # Ctrl-C now aborts this turn
+                        result = await agent.chat(line, body=body, signal=interrupts.turn())
+                    finally:
+                        interrupts.turn_signal = None
+                    _print_result(result, not args.no_trace)
+                    if interrupts.quit.is_set():
+                        break
+            print()
+            return 130
 
 
 async def _cmd_demo(args: argparse.Namespace) -> int:

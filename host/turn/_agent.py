@@ -335,6 +335,13 @@ class Agent:
         event.set()
         return True
 
+    def abort_all_requests(self) -> int:
+        """Abort every running or queued turn of this agent (Think's abortAllRequests); returns how many."""
+        events = [e for e in self._aborts.values() if not e.is_set()]
+        for event in events:
+            event.set()
+        return len(events)
+
     async def wait_idle(self) -> None:
         """Wait for queued follow-ups (bridge sendMessage) and background submissions."""
         while True:

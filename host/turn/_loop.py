@@ -124,7 +124,12 @@ class TurnLoop:
         """Await ``aw`` unless the turn is aborted first or ``timeout`` (stall watchdog) passes."""
         task = asyncio.ensure_future(aw)
         assert self._abort_task is not None
-        done, _ = await asyncio.wait({task, self._abort_task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({task, self._abort_task}, timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the caller cancelled the turn: stop the model call too
+            task.cancel()
+            raise
         if task in done:
             return task.result()
         task.cancel()

@@ -59,6 +59,7 @@ class TurnRequest(BaseModel):
     body: dict[str, Any] | None = None
     abort: asyncio.Event
     entry: str = "chat"
+    cancelled: bool = False  # the caller cancelled the awaiting task (set by TurnRunner.caller_cancelled)
 
 
 class TurnRunner:
@@ -68,6 +69,10 @@ class TurnRunner:
         self.a = agent
 
     async def run(self, req: TurnRequest) -> ChatResponseResult:
+        """Run the turn. A caller that cancels the task awaiting this (asyncio cancel, Ctrl-C) ends the turn as
+        cancel_chat does — partial message kept, status aborted, on_chat_response fired — and then gets its
+        CancelledError."""
+        cancelled = False
         try:
             async with self.a._lock:
                 token = active_turn.set(self.a)
@@ -75,6 +80,10 @@ class TurnRunner:
                 try:
                     try:
                         result = await self.execute(req, HookChain(self.a, self.a._manager, turn))
+                    except asyncio.CancelledError:  # the caller cancelled before the turn got going
+                        cancelled = True
+                        result = ChatResponseResult(status="aborted", request_id=req.request_id,
+                                                    continuation=req.continuation)
                     except Exception as exc:  # a bug or a store failure outside the staged paths
                         result = await self.fail(exc, "turn", rid=req.request_id, persisted=True, assistant=None,
                                                   continuation=req.continuation)
@@ -92,7 +101,10 @@ class TurnRunner:
                     active_turn.reset(token)
         finally:
             self.a._aborts.pop(req.request_id, None)
+        cancelled = cancelled or req.cancelled
         await self.respond(result)
+        if cancelled:
+            raise asyncio.CancelledError()
         return result
 
     async def respond(self, result: ChatResponseResult) -> None:
@@ -117,6 +129,8 @@ class TurnRunner:
                 return await self.aborted(req, assistant)
             try:
                 plan = await self.prepare(req, chain)
+            except asyncio.CancelledError:
+                return await self.caller_cancelled(req, assistant)
             except Exception as exc:
                 return await self.fail(exc, "turn", rid=rid, persisted=True, assistant=None,
                                         continuation=req.continuation)
@@ -127,7 +141,7 @@ class TurnRunner:
             except TurnAborted:
                 return await self.aborted(req, assistant)
             except asyncio.CancelledError:
-                raise
+                return await self.caller_cancelled(req, assistant)
             except Exception as exc:
                 classification = await self.classify(exc, rid)
                 if classification == "context_overflow":
@@ -172,9 +186,24 @@ class TurnRunner:
         return assistant
 
     async def aborted(self, req: TurnRequest, assistant: dict[str, Any]) -> ChatResponseResult:
+        """The turn was aborted: keep what streamed. Nothing streamed yet still leaves an (empty) assistant
+        message after this turn's user message, so the transcript never holds two user messages in a row."""
         kept = await self.persist_partial(assistant)
+        if kept is None and req.messages and req.messages[-1].get("role") == "user":
+            try:
+                await self.a.store.upsert(finalize(assistant))
+                kept = assistant
+            except Exception:
+                logger.exception("could not persist the aborted assistant message (session %s)", self.a.session_id)
         return ChatResponseResult(status="aborted", message=kept, request_id=req.request_id,
                                   continuation=req.continuation)
+
+    async def caller_cancelled(self, req: TurnRequest, assistant: dict[str, Any]) -> ChatResponseResult:
+        """The task awaiting the turn was cancelled: end it as an abort; run() re-raises CancelledError after
+        on_chat_response."""
+        req.abort.set()
+        req.cancelled = True
+        return await self.aborted(req, assistant)
 
     async def fail(
         self,

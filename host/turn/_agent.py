@@ -299,13 +299,14 @@ class Agent:
     async def continue_last_turn(
         self, *, body: dict[str, Any] | None = None, signal: asyncio.Event | None = None, request_id: str | None = None
     ) -> ChatResponseResult:
-        """Continue the last assistant message (continuation=True); status "skipped" when there is none."""
+        """Run a continuation turn after the last assistant message (continuation=True); it is saved as a new
+        assistant message. Status "skipped" with request id "" when the last message is not the assistant's."""
         self._ensure_started()
         self._refuse_nested("continue_last_turn")
         messages = await self.store.messages()
-        rid = request_id or new_id("req")
         if not messages or messages[-1].get("role") != "assistant":
-            return ChatResponseResult(status="skipped", request_id=rid, continuation=True)
+            return ChatResponseResult(status="skipped", request_id="", continuation=True)
+        rid = request_id or new_id("req")
         return await self._runner.run(self._request(rid, [], True, body, signal, "continue_last_turn"))
 
     async def add_tool_result(

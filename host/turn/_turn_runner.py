@@ -124,7 +124,7 @@ class TurnRunner:
         await self.maybe_compact_proactively()
         attempts = 0
         while True:
-            assistant = await self.start_assistant(req.continuation)
+            assistant = await self.start_assistant(req)
             if req.abort.is_set():
                 return await self.aborted(req, assistant)
             try:
@@ -168,8 +168,11 @@ class TurnRunner:
                                     continuation=req.continuation)
         return ChatResponseResult(status="completed", message=assistant, request_id=rid, continuation=req.continuation)
 
-    async def start_assistant(self, continuation: bool) -> dict[str, Any]:
-        if continuation:
+    async def start_assistant(self, req: TurnRequest) -> dict[str, Any]:
+        """The assistant message the turn streams into: a new one, except that the auto-continuation after client
+        tool results finishes the message that holds those tool calls. continue_last_turn saves a new message
+        (as Think does)."""
+        if req.continuation and req.entry == "auto_continue":
             messages = await self.a.store.messages()
             if messages and messages[-1].get("role") == "assistant":
                 return copy.deepcopy(messages[-1])

@@ -1,8 +1,8 @@
 """host.Agent: Think's chat-turn lifecycle on litellm, with out-of-process extensions wired into every hook.
 
 Subclass it and override hooks (sync or async). One turn runs at a time per agent (FIFO); every entry path —
-chat(), save_messages(), submit_messages(), continue_last_turn(), add_tool_result() auto-continuation, and
-follow-ups queued by extensions — runs the same lifecycle:
+chat(), save_messages(), submit_messages(), continue_last_turn(), and add_tool_result() auto-continuation — runs
+the same lifecycle:
 
     before_turn -> [extensions beforeTurn] -> steps: before_step, on_chunk*, before_tool_call ->
     [ext beforeToolCall] -> execute -> after_tool_call -> [ext afterToolCall], on_step_finish ->
@@ -344,7 +344,7 @@ class Agent:
         return len(events)
 
     async def wait_idle(self) -> None:
-        """Wait for queued follow-ups (bridge sendMessage) and background submissions."""
+        """Wait for messages extensions sent (bridge sendMessage) to be appended, and for background submissions."""
         while True:
             tasks = [t for t in list(self._background) + list(self._submissions.values()) if not t.done()]
             if not tasks:
@@ -374,7 +374,7 @@ class Agent:
             raise NestedTurnError(
                 f"{type(self).__name__}.{entry}() was called from inside a running turn of session "
                 f"{self.session_id!r} (a hook or a tool); that would deadlock. Start follow-up turns from "
-                "on_chat_response, or let an extension queue one with sendMessage."
+                "on_chat_response."
             )
 
     def _request(
@@ -452,12 +452,15 @@ class Agent:
         task = asyncio.get_running_loop().create_task(run(), context=contextvars.Context())
         self._submissions[sid] = task
 
-    def _queue_turn(self, message: dict[str, Any]) -> None:
-        """Run a turn on `message` after the current one (an extension's sendMessage): in the background."""
-        task = asyncio.get_running_loop().create_task(
-            self._runner.run(self._request(new_id("req"), [message], False, None, None, "send_message")),
-            context=contextvars.Context(),
-        )
+    def _append_for_next_turn(self, message: dict[str, Any]) -> None:
+        """An extension's sendMessage: append `message` to the transcript once the running turn (if any) is done,
+        without starting a turn; the next turn sees it (Think's sendMessage, which never waits on a turn)."""
+
+        async def append() -> None:
+            async with self._lock:
+                await self.store.upsert(message)
+
+        task = asyncio.get_running_loop().create_task(append(), context=contextvars.Context())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

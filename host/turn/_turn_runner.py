@@ -1,7 +1,7 @@
 """One turn, from its request to its result: prepare, run the loop, persist, recover, respond.
 
 `TurnRunner.run` is the only way a turn runs, whatever the entry path (chat, save_messages, submissions,
-continue_last_turn, auto-continuation, an extension's sendMessage):
+continue_last_turn, auto-continuation):
 
     take the agent's lock (one turn at a time, FIFO) -> TurnRecord + HookChain ->
     persist the incoming messages -> compact proactively (Session.compact_after_tokens) ->

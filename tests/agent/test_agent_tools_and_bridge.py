@@ -105,3 +105,25 @@ def test_a_tool_whose_signature_cannot_receive_the_input_is_refused_when_declare
     assert str(info.value) == ("tool 'broken': the function's parameters (a, b) cannot receive the input: take one "
                                "parameter for the input dict (def broken(args)), or one keyword parameter per "
                                "property (text)")
+
+
+async def test_bridge_semantics_as_think_missing_file_none_limit_zero_empty_delete_true_then_false(
+        tmp_path: Path) -> None:
+    import yaml
+
+    fixture = Path(__file__).parent / "fixtures" / "bridge_probe_ext.py"
+    manifest = tmp_path / "probe.yaml"
+    manifest.write_text(yaml.safe_dump({
+        "name": "probe-ext", "version": "1.0.0", "command": ["python", str(fixture)],
+        "permissions": {"workspace": "read-write", "messages": "read"},
+    }))
+    async with Recorder(extensions=[manifest], workspace=tmp_path / "ws", sandbox="off") as agent:
+        await agent.chat("hello")
+        result = await agent.chat("/tool probe_ext_probe {}")
+    part = next(p for p in result.message["parts"] if p.get("toolCallId"))
+    assert part["state"] == "output-available", part
+    assert part["output"] == {
+        "missing": None, "limitZero": [], "limitNegative": [], "lastOne": ["user"],
+        "all": ["user", "assistant", "user"], "deleteFirst": True, "deleteAgain": False,
+    }
+    assert not (tmp_path / "ws" / "doomed.txt").exists()

@@ -14,7 +14,7 @@ HOST_EXPORTS = [
     "HostBridgeServer", "LaunchPlan", "Limits", "Manifest", "ManifestError", "MergedTurnPatch", "MessageStore",
     "NestedTurnError", "Permissions", "PrepareStepContext", "SandboxMode", "SandboxUnavailable", "Session",
     "StepConfig", "StepContext", "StepSnapshot", "StoreError", "StoreVersionError", "Tool", "ToolCallContext",
-    "ToolCallDecision", "ToolCallRecord", "ToolCallResultContext", "ToolCallSnapshot", "ToolInputError",
+    "ToolCallDecision", "ToolCallRecord", "ToolCallRepairContext", "ToolCallResultContext", "ToolCallSnapshot", "ToolInputError",
     "ToolNameCollision", "ToolResultRecord", "ToolResultSnapshot", "TraceEvent", "TurnConfig", "TurnConfigDenial",
     "TurnContext", "TurnPatch", "TurnSnapshot", "Usage", "UsageSnapshot", "default_context_overflow_classifier",
     "load_manifest", "manifest_json_schema", "own_label", "parse_manifest", "plan_launch",

@@ -64,6 +64,7 @@ class Agent:
 
     model: str = "hookwire/scripted"
     max_steps: int = 10
+    send_reasoning: bool = True  # keep reasoning in the saved message (Think's sendReasoning); TurnConfig overrides
     chat_stream_stall_timeout_ms: int = 120_000
     # The host app's own model endpoint, credentials and extra litellm keyword arguments (e.g. extra_headers,
     # api_version, organization). They always win over anything an extension returns (issue 10 item 1).

@@ -14,7 +14,10 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+import logging
 from typing import Any, Protocol
+
+from pydantic import BaseModel
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -31,11 +34,14 @@ from ._types import (  # noqa: E402
     ToolCallContext,
     ToolCallDecision,
     ToolCallRecord,
+    ToolCallRepairContext,
     ToolCallResultContext,
     ToolResultRecord,
     Usage,
 )
 from ._ui_messages import finalize, tool_part  # noqa: E402
+
+logger = logging.getLogger("hookwire.agent")
 
 _FINISH = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}
 
@@ -65,6 +71,7 @@ class TurnPlan:
     settings: dict[str, Any] = field(default_factory=dict)  # litellm keyword arguments
     stall_timeout_s: float | None = None
     transforms: list[Callable[..., Any]] = field(default_factory=list)
+    repair_tool_call: Callable[..., Any] | None = None
 
 
 def litellm_tool_choice(choice: Any) -> Any:
@@ -287,12 +294,10 @@ class TurnLoop:
         runnable: list[tuple[int, _PendingCall, Any, Tool]] = []
         for call in ordered:
             call.id = call.id or f"call_{step_number}_{call.index}"
-            tool = plan.tools.get(call.name)
+            tool, value, error = self._resolve(call, active)
+            if error is not None and plan.repair_tool_call is not None:
+                tool, value, error = await self._repair(call, active, error)
             dynamic = bool(tool and tool.dynamic)
-            try:
-                value = json.loads(call.arguments) if call.arguments.strip() else {}
-            except json.JSONDecodeError:
-                value = call.arguments
             records.append(ToolCallRecord(tool_call_id=call.id, tool_name=call.name, input=value, dynamic=dynamic or None))
             part = tool_part(tool_name=call.name, tool_call_id=call.id, input=value, dynamic=dynamic)
             self.assistant["parts"].append(part)
@@ -301,16 +306,6 @@ class TurnLoop:
             await self._emit(
                 Chunk(type="tool-call", tool_name=call.name, tool_call_id=call.id, input=value, dynamic=dynamic or None)
             )
-            error: str | None = None
-            if tool is None or (active is not None and call.name not in active):
-                error = f'Model tried to call unavailable tool "{call.name}".'
-            elif isinstance(value, str):
-                error = f'Invalid JSON input for tool "{call.name}": {value!r}'
-            else:
-                try:
-                    tool.validate_input(value)
-                except ToolInputError as exc:
-                    error = str(exc)
             if error is not None:
                 part.update(state="output-error", errorText=error)
                 results[-1] = ToolResultRecord(
@@ -348,6 +343,53 @@ class TurnLoop:
         await self.hooks.on_step_finish(step)
         pending_client = any(p.get("state") == "input-available" for p in parts)
         return bool(ordered) and not pending_client
+
+    def _resolve(self, call: _PendingCall, active: list[str] | None) -> tuple[Tool | None, Any, str | None]:
+        """The call's tool and parsed input, and why it can't run (unknown tool, bad JSON, invalid input)."""
+        tool = self.plan.tools.get(call.name)
+        try:
+            value: Any = json.loads(call.arguments) if call.arguments.strip() else {}
+        except json.JSONDecodeError:
+            value = call.arguments
+        error: str | None = None
+        if tool is None or (active is not None and call.name not in active):
+            error = f'Model tried to call unavailable tool "{call.name}".'
+        elif isinstance(value, str):
+            error = f'Invalid JSON input for tool "{call.name}": {value!r}'
+        else:
+            try:
+                tool.validate_input(value)
+            except ToolInputError as exc:
+                error = str(exc)
+        return tool, value, error
+
+    async def _repair(self, call: _PendingCall, active: list[str] | None,
+                      error: str) -> tuple[Tool | None, Any, str | None]:
+        """TurnConfig.repair_tool_call gets one try at a failing call; its fix is checked like the model's call."""
+        names = [n for n in self.plan.tools if active is None or n in active]
+        ctx = ToolCallRepairContext(
+            tool_call_id=call.id, tool_name=call.name, input=call.arguments, error=error,
+            tools={n: self.plan.tools[n].parameters for n in names}, messages=list(self.messages),
+            system=self.plan.system if isinstance(self.plan.system, str) else "",
+        )
+        try:
+            fixed = await maybe_await(self.plan.repair_tool_call(ctx))  # type: ignore[misc]
+        except Exception:
+            logger.exception("repair_tool_call raised for tool call %s (%s); the call fails", call.id, call.name)
+            fixed = None
+        if isinstance(fixed, BaseModel):
+            fixed = fixed.model_dump(by_alias=True)
+        if fixed is not None and not isinstance(fixed, dict):
+            logger.error("repair_tool_call must return a dict {toolName?, input} or None, got %s",
+                         type(fixed).__name__)
+            fixed = None
+        if fixed is None:
+            tool, value, _ = self._resolve(call, active)
+            return tool, value, error
+        call.name = str(fixed.get("toolName") or fixed.get("tool_name") or call.name)
+        raw = fixed.get("input", call.arguments)
+        call.arguments = raw if isinstance(raw, str) else json.dumps(raw)
+        return self._resolve(call, active)
 
     def _extend_model_messages(self, text: str, parts: list[dict[str, Any]]) -> None:
         done = [p for p in parts if p.get("state") in ("output-available", "output-error")]

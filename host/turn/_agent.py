@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -264,13 +264,20 @@ class Agent:
 
     async def save_messages(
         self,
-        messages: Sequence[str | dict[str, Any]] | str | dict[str, Any],
+        messages: Sequence[str | dict[str, Any]] | str | dict[str, Any] | Callable[[list[dict[str, Any]]], Any],
         *,
         body: dict[str, Any] | None = None,
         signal: asyncio.Event | None = None,
         request_id: str | None = None,
     ) -> ChatResponseResult:
-        """Persist messages (server-initiated) and run a turn on them."""
+        """Persist messages (server-initiated) and run a turn on them. Think's function form: pass a function
+        (sync or async) that gets the current transcript when the turn starts and returns the next one."""
+        if callable(messages):
+            self._ensure_started()
+            self._refuse_nested("save_messages")
+            request = self._request(request_id or new_id("req"), [], False, body, signal, "save_messages")
+            request.messages_fn = messages
+            return await self._runner.run(request)
         items = [messages] if isinstance(messages, (str, dict)) else list(messages)
         return await self._entry(items, body=body, signal=signal, request_id=request_id, entry="save_messages")
 

@@ -60,6 +60,8 @@ class TurnRequest(BaseModel):
     abort: asyncio.Event
     entry: str = "chat"
     cancelled: bool = False  # the caller cancelled the awaiting task (set by TurnRunner.caller_cancelled)
+    # save_messages' function form: current transcript -> the next one, called when the turn starts (in its lock)
+    messages_fn: Any = None
 
 
 class TurnRunner:
@@ -116,8 +118,11 @@ class TurnRunner:
     async def execute(self, req: TurnRequest, chain: HookChain) -> ChatResponseResult:
         rid = req.request_id
         try:
-            for message in req.messages:
-                await self.a.store.upsert(message)
+            if req.messages_fn is not None:
+                await self.apply_messages_fn(req)
+            else:
+                for message in req.messages:
+                    await self.a.store.upsert(message)
         except Exception as exc:
             return await self.fail(exc, "persist", rid=rid, persisted=False, assistant=None,
                                     continuation=req.continuation)
@@ -167,6 +172,22 @@ class TurnRunner:
             return await self.fail(exc, "transcript", rid=rid, persisted=True, assistant=None,
                                     continuation=req.continuation)
         return ChatResponseResult(status="completed", message=assistant, request_id=rid, continuation=req.continuation)
+
+    async def apply_messages_fn(self, req: TurnRequest) -> None:
+        """save_messages(fn): fn gets a copy of the transcript as the turn starts and returns the next one (Think's
+        function form). Kept messages are updated in place, new ones appended; dropping any replaces the whole."""
+        current = await self.a.store.messages()
+        returned = await maybe_await(req.messages_fn(copy.deepcopy(current)))
+        if not isinstance(returned, (list, tuple)):
+            raise TypeError(f"save_messages(fn): fn must return a list of messages, got {type(returned).__name__}")
+        nxt = [normalize_incoming(m) for m in returned]
+        known = {m["id"] for m in current}
+        req.messages = [m for m in nxt if m["id"] not in known]
+        if known - {m["id"] for m in nxt}:
+            await self.a.store.replace_all(nxt)
+        else:
+            for message in nxt:
+                await self.a.store.upsert(message)
 
     async def start_assistant(self, req: TurnRequest) -> dict[str, Any]:
         """The assistant message the turn streams into: a new one, except that the auto-continuation after client

@@ -125,3 +125,31 @@ async def test_pending_submission_is_finished_after_a_restart(tmp_path: Path) ->
     assert stored[:2] == ["before", "echo: before"]
     assert stored.count("durable work") == 1 and stored[-1] == "echo: durable work"
     assert pending == []
+
+
+async def test_save_messages_function_form_gets_the_transcript_and_appends_what_it_returns() -> None:
+    seen: list[list[str]] = []
+
+    def add_question(current):  # type: ignore[no-untyped-def]
+        seen.append([m["content"] for m in current])
+        return [*current, {"role": "user", "content": "and now?"}]
+
+    async with Recorder() as agent:
+        await agent.chat("hi")
+        result = await agent.save_messages(add_question)
+        stored = await agent.messages()
+    assert seen == [["hi", "echo: hi"]]
+    assert result.status == "completed"
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "hi"), ("assistant", "echo: hi"), ("user", "and now?"), ("assistant", "echo: and now?")]
+
+
+async def test_save_messages_async_function_that_drops_messages_replaces_the_transcript() -> None:
+    async def keep_last_question(current):  # type: ignore[no-untyped-def]
+        return [{"role": "user", "content": "fresh start"}]
+
+    async with Recorder() as agent:
+        await agent.chat("hi")
+        await agent.save_messages(keep_last_question)
+        stored = await agent.messages()
+    assert [(m["role"], m["content"]) for m in stored] == [("user", "fresh start"), ("assistant", "echo: fresh start")]

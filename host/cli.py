@@ -1,6 +1,7 @@
 """The `hookwire` command: run turns with extensions, validate and inspect manifests, diagnose the machine.
 
     hookwire run "PROMPT" -e MANIFEST... [--model ID] [--session ID] [--store FILE] [--workspace DIR] [--body JSON]
+                                         (one-shot: a fresh session unless --session names one)
     hookwire chat -e MANIFEST... [--session ID] [--store FILE]
     hookwire ext validate FILE...
     hookwire ext list -e MANIFEST...
@@ -50,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     def turn_options(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("-e", "--extension", action="append", default=[], metavar="MANIFEST", help="load a manifest")
         sp.add_argument("--model", default=DEFAULT_MODEL, help=f"a litellm model id (default {DEFAULT_MODEL})")
-        sp.add_argument("--session", default="cli", help="session id (default: cli)")
+        sp.add_argument("--session", default=None,
+                        help="session id (run: a fresh session each time unless given; chat: default cli)")
         sp.add_argument("--store", default=".hookwire/sessions.db", help="SQLite file for the transcript")
         sp.add_argument("--workspace", default=".hookwire/workspace", help="the workspace root extensions may use")
         sp.add_argument("--body", default=None, help="JSON object sent to beforeTurn as `body`")
@@ -197,7 +199,11 @@ def _print_result(result: Any, show_trace: bool) -> None:
 async def _cmd_run(args: argparse.Namespace) -> int:
     from .extensions._manager import ExtensionManager
 
+    from .turn._ui_messages import new_id
+
     body = _parse_body(args.body)
+    if args.session is None:  # one-shot: no earlier turns reach the model unless a session is named
+        args.session = new_id("run")
     async with ExtensionManager(sandbox=args.sandbox) as mgr:
         await mgr.load_all(args.extension)
         async with _make_agent(args, mgr) as agent:
@@ -211,6 +217,7 @@ async def _cmd_chat(args: argparse.Namespace) -> int:
     from .extensions._manager import ExtensionManager
 
     body = _parse_body(args.body)
+    args.session = args.session or "cli"
     async with ExtensionManager(sandbox=args.sandbox) as mgr:
         await mgr.load_all(args.extension)
         async with _make_agent(args, mgr) as agent:

@@ -203,3 +203,20 @@ def test_chat_ctrl_c_at_the_idle_prompt_exits_at_once(tmp_path: Path) -> None:
     chat.proc.send_signal(signal.SIGINT)  # stdin stays open: nothing but the signal ends the prompt
     assert chat.proc.wait(timeout=30) == 130
     assert time.monotonic() - started < 10
+
+
+def test_run_is_one_shot_a_fresh_session_each_time_unless_session_is_given(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = str(tmp_path / "s.db")
+    common = ("--store", store, "--workspace", str(tmp_path / "ws"), "--sandbox", "off", "--no-trace")
+    for prompt in ("one", "two"):
+        proc = hookwire("run", prompt, *common)
+        assert proc.returncode == 0, proc.stderr
+    for prompt in ("three", "four"):
+        proc = hookwire("run", prompt, "--session", "kept", *common)
+        assert proc.returncode == 0, proc.stderr
+    with sqlite3.connect(store) as db:
+        counts = dict(db.execute("SELECT session_id, count(*) FROM messages GROUP BY session_id").fetchall())
+    assert counts.pop("kept") == 4
+    assert sorted(counts.values()) == [2, 2] and all(sid.startswith("run") for sid in counts)

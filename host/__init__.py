@@ -77,6 +77,7 @@ from .turn._tools import Tool, tool
 from .turn._types import (
     ChatErrorClassification,
     ChatErrorContext,
+    ChatRecoveryContext,
     ChatResponseResult,
     Chunk,
     ChunkContext,
@@ -114,6 +115,7 @@ __all__ = [
     "CallContext",
     "ChatErrorClassification",
     "ChatErrorContext",
+    "ChatRecoveryContext",
     "ChatResponseResult",
     "ChatStreamStallError",
     "Chunk",

@@ -6,7 +6,7 @@ import pytest
 
 HOST_EXPORTS = [
     "HOOK_NAMES", "PROVIDER_OPTION_ALLOWLIST", "SCRIPTED_MODEL", "TURN_CONFIG_GRANTABLE_FIELDS",
-    "TURN_CONFIG_SCALAR_FIELDS", "Agent", "CallContext", "ChatErrorClassification", "ChatErrorContext",
+    "TURN_CONFIG_SCALAR_FIELDS", "Agent", "CallContext", "ChatErrorClassification", "ChatErrorContext", "ChatRecoveryContext",
     "ChatResponseResult", "ChatStreamStallError", "Chunk", "ChunkContext", "ChunkSnapshot", "ContextBlock",
     "EgressEntryError", "EgressEvent", "EgressPolicy", "EgressProxy", "EgressRule", "ExtensionDecision",
     "ExtensionError", "ExtensionInfo", "ExtensionManager", "ExtensionReplyError", "ExtensionStartError",

@@ -31,6 +31,7 @@ from ._turn_runner import TurnRequest, TurnRunner, active_turn
 from ._types import (
     ChatErrorClassification,
     ChatErrorContext,
+    ChatRecoveryContext,
     ChatResponseResult,
     ChunkContext,
     PrepareStepContext,
@@ -65,7 +66,10 @@ class Agent:
     model: str = "hookwire/scripted"
     max_steps: int = 10
     send_reasoning: bool = True  # keep reasoning in the saved message (Think's sendReasoning); TurnConfig overrides
-    chat_stream_stall_timeout_ms: int = 120_000
+    # Think's stream watchdog: off by default (0); a stalled stream goes into recovery (on_chat_recovery), which
+    # runs the turn again up to chat_recovery_max_attempts times before the turn ends with an error.
+    chat_stream_stall_timeout_ms: int = 0
+    chat_recovery_max_attempts: int = 2
     # The host app's own model endpoint, credentials and extra litellm keyword arguments (e.g. extra_headers,
     # api_version, organization). They always win over anything an extension returns (issue 10 item 1).
     api_base: str | None = None
@@ -146,6 +150,10 @@ class Agent:
         return None
 
     def on_chat_response(self, result: ChatResponseResult) -> None:
+        return None
+
+    def on_chat_recovery(self, ctx: ChatRecoveryContext) -> bool | None:
+        """A stalled stream is about to be run again (ctx.attempt of ctx.max_attempts); return False to stop."""
         return None
 
     def on_chat_error(self, error: Any, ctx: ChatErrorContext | None = None) -> Any:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from .._errors import ChatStreamStallError
 from ..extensions._tool_names import withhold_shadowing
 from ._chat_errors import TurnAborted, error_message
 from ._hook_chain import HookChain, TurnRecord
@@ -34,7 +35,14 @@ from ._loop import TurnLoop, TurnPlan
 from ._plan import HostSettings, plan_turn
 from ._session import maybe_await
 from ._tools import Tool, as_tool
-from ._types import ChatErrorClassification, ChatErrorContext, ChatErrorStage, ChatResponseResult, TurnContext
+from ._types import (
+    ChatErrorClassification,
+    ChatErrorContext,
+    ChatErrorStage,
+    ChatRecoveryContext,
+    ChatResponseResult,
+    TurnContext,
+)
 from ._ui_messages import finalize, new_id, normalize_incoming, to_model_messages
 
 if TYPE_CHECKING:
@@ -128,6 +136,7 @@ class TurnRunner:
                                     continuation=req.continuation)
         await self.maybe_compact_proactively()
         attempts = 0
+        recoveries = 0
         while True:
             assistant = await self.start_assistant(req)
             if req.abort.is_set():
@@ -148,6 +157,11 @@ class TurnRunner:
             except asyncio.CancelledError:
                 return await self.caller_cancelled(req, assistant)
             except Exception as exc:
+                if isinstance(exc, ChatStreamStallError) and await self.recover(exc, rid, recoveries + 1):
+                    recoveries += 1
+                    logger.warning("chat:recovery session=%s request=%s attempt=%d: %s", self.a.session_id, rid,
+                                   recoveries, exc)
+                    continue  # the turn runs again; what the stalled attempt streamed is dropped
                 classification = await self.classify(exc, rid)
                 if classification == "context_overflow":
                     if attempts < self.a.session.overflow_max_attempts:
@@ -253,6 +267,19 @@ class TurnRunner:
         final = error if returned is None else returned
         return ChatResponseResult(status="error", message=kept, request_id=rid, continuation=continuation,
                                   error=error_message(final))
+
+    async def recover(self, error: BaseException, rid: str, attempt: int) -> bool:
+        """Whether a stalled stream is run again: within chat_recovery_max_attempts, unless on_chat_recovery
+        says False."""
+        limit = max(0, int(self.a.chat_recovery_max_attempts))
+        if attempt > limit:
+            return False
+        ctx = ChatRecoveryContext(request_id=rid, attempt=attempt, max_attempts=limit, error=error_message(error))
+        try:
+            return await maybe_await(self.a.on_chat_recovery(ctx)) is not False
+        except Exception:
+            logger.exception("on_chat_recovery raised (session %s, request %s); not recovering", self.a.session_id, rid)
+            return False
 
     async def classify(self, error: BaseException, rid: str) -> ChatErrorClassification | None:
         if not self.a.session.overflow_recovery:

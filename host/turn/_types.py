@@ -242,6 +242,16 @@ class ChatResponseResult(_Ctx):
     denied: list[TurnConfigDenial] = Field(default_factory=list)
 
 
+class ChatRecoveryContext(_Ctx):
+    """What on_chat_recovery sees before a stalled turn is run again."""
+
+    request_id: str
+    kind: Literal["stream_stall"] = "stream_stall"
+    attempt: int  # 1 for the first recovery
+    max_attempts: int
+    error: str
+
+
 class ChatErrorContext(_Ctx):
     request_id: str | None = None
     stage: ChatErrorStage

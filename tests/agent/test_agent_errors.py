@@ -171,16 +171,57 @@ def test_default_classifier_recognises_wrapped_context_window_errors() -> None:
     assert default_context_overflow_classifier(RuntimeError("rate limit")) is None
 
 
-async def test_stall_watchdog_fails_a_silent_stream() -> None:
-    class Watched(Failing):
-        def configure_session(self, session: Session) -> Session:
-            return session.with_stream_stall_timeout(300)
+class Stalling(Failing):
+    """A 300 ms watchdog; records each recovery it is asked about."""
 
-    async with Watched() as agent:
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.recoveries: list[Any] = []
+
+    def configure_session(self, session: Session) -> Session:
+        return session.with_stream_stall_timeout(300)
+
+    def on_chat_recovery(self, ctx):  # type: ignore[no-untyped-def]
+        self.recoveries.append(ctx)
+
+
+async def test_the_stall_watchdog_is_off_by_default_as_in_think() -> None:
+    assert Failing.chat_stream_stall_timeout_ms == 0
+    async with Failing() as agent:
+        result = await agent.chat("hello\n/stall 400")
+    assert result.status == "completed" and result.message["content"] == "echo: hello"
+
+
+async def test_a_stalled_stream_goes_into_recovery_and_the_turn_completes() -> None:
+    async with Stalling() as agent:
+        result = await agent.chat("recover me\n/stall-once 5000")
+        stored = await agent.messages()
+    assert result.status == "completed" and result.message["content"] == "echo: recover me"
+    assert [(c.kind, c.attempt, c.max_attempts) for c in agent.recoveries] == [("stream_stall", 1, 2)]
+    assert "stalled" in agent.recoveries[0].error
+    assert [(m["role"], m["content"]) for m in stored] == [("user", "recover me\n/stall-once 5000"),
+                                                           ("assistant", "echo: recover me")]
+    assert agent.errors == []
+
+
+async def test_stall_recovery_is_bounded_then_the_turn_ends_with_the_stall_error() -> None:
+    async with Stalling() as agent:
         result = await agent.chat("hello\n/stall 5000")
     assert result.status == "error" and "stalled" in (result.error or "")
+    assert [c.attempt for c in agent.recoveries] == [1, 2]
     assert agent.errors[0][1].stage == "stream"
     assert result.message["content"] == "echo: "
+
+
+async def test_on_chat_recovery_returning_false_ends_the_turn_at_the_first_stall() -> None:
+    class GivingUp(Stalling):
+        def on_chat_recovery(self, ctx):  # type: ignore[no-untyped-def]
+            self.recoveries.append(ctx)
+            return False
+
+    async with GivingUp() as agent:
+        result = await agent.chat("give up\n/stall-once 5000")
+    assert result.status == "error" and len(agent.recoveries) == 1
 
 
 async def test_per_turn_stall_override_disables_the_watchdog() -> None:

@@ -72,6 +72,10 @@ class TurnPlan:
     stall_timeout_s: float | None = None
     transforms: list[Callable[..., Any]] = field(default_factory=list)
     repair_tool_call: Callable[..., Any] | None = None
+    # the proactive mid-turn guard: before a step, when the previous step's input tokens reached this, call
+    # compact_history() -> the compacted model messages of the history (None: nothing changed)
+    compact_at_input_tokens: int | None = None
+    compact_history: Callable[[], Any] | None = None
 
 
 def litellm_tool_choice(choice: Any) -> Any:
@@ -123,6 +127,7 @@ class TurnLoop:
         self.abort = abort
         self.steps: list[StepContext] = []
         self.messages: list[dict[str, Any]] = list(plan.messages)
+        self._history_len = len(plan.messages)  # self.messages[:_history_len] is the history; the rest, this turn's
         self._abort_task: asyncio.Task[Any] | None = None
 
     # ----------------------------------------------------------------------------------------- plumbing
@@ -183,6 +188,7 @@ class TurnLoop:
             for step_number in range(max(1, self.plan.max_steps)):
                 if self.abort.is_set():
                     raise TurnAborted()
+                await self._guard_input_size()
                 more = await self._step(step_number)
                 if not more or step_number + 1 >= self.plan.max_steps:
                     break
@@ -193,6 +199,22 @@ class TurnLoop:
             self._abort_task.cancel()
             with contextlib.suppress(BaseException):
                 await self._abort_task
+
+    async def _guard_input_size(self) -> None:
+        """Think's proactive guard: compact the history mid-turn when the last step's input was near the limit;
+        what this turn produced so far (assistant and tool messages) is kept after the compacted history."""
+        limit, compact = self.plan.compact_at_input_tokens, self.plan.compact_history
+        if not self.steps or limit is None or compact is None:
+            return
+        used = self.steps[-1].usage.input_tokens or 0
+        if used < limit:
+            return
+        history = await maybe_await(compact())
+        if history is None:
+            return
+        produced = self.messages[self._history_len:]
+        self.messages = list(history) + produced
+        self._history_len = len(history)
 
     async def _stop_requested(self) -> bool:
         for condition in self.plan.stop_when:

@@ -163,6 +163,10 @@ class TurnRunner:
                                    recoveries, exc)
                     continue  # the turn runs again; what the stalled attempt streamed is dropped
                 classification = await self.classify(exc, rid)
+                if classification == "context_overflow" and req.abort.is_set():
+                    # cancelled while the error was classified: no compaction, the error surfaces (Think)
+                    return await self.fail(exc, "stream", rid=rid, persisted=True, assistant=assistant,
+                                            continuation=req.continuation, classification="context_overflow")
                 if classification == "context_overflow":
                     if attempts < self.a.session.overflow_max_attempts:
                         attempts += 1
@@ -368,5 +372,21 @@ class TurnRunner:
                             stall_timeout_ms=stall if stall is not None else self.a.chat_stream_stall_timeout_ms)
         plan, refused = plan_turn(ctx, cfg, tools, host, ext_maps)
         chain.options_refused(refused)
+        session = self.a.session
+        if session.max_input_tokens is not None and session.compaction is not None and cfg.messages is None:
+            plan.compact_at_input_tokens = max(1, int(session.max_input_tokens * session.proactive_threshold))
+            plan.compact_history = self.compact_mid_turn
         return plan
+
+    async def compact_mid_turn(self) -> list[dict[str, Any]] | None:
+        """The proactive guard's compaction: the stored history compacted, as model messages (None: unchanged)."""
+        try:
+            changed = await self.compact()
+        except Exception:
+            logger.exception("mid-turn compaction failed (session %s); the turn goes on", self.a.session_id)
+            return None
+        if not changed:
+            return None
+        logger.info("context near its limit: compacted mid-turn (session %s)", self.a.session_id)
+        return to_model_messages(await self.a.store.messages())
 

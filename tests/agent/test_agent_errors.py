@@ -111,6 +111,21 @@ async def test_overflow_recovery_compacts_once_and_retries() -> None:
     assert agent.errors == []
 
 
+async def test_overflow_cancelled_while_classifying_skips_compaction_and_surfaces_the_error() -> None:
+    class CancelledMidClassify(Recovering):
+        def classify_chat_error(self, error, ctx=None):  # type: ignore[no-untyped-def,override]
+            self.cancel_chat(ctx.request_id)
+            return default_context_overflow_classifier(error, ctx)
+
+    async with CancelledMidClassify() as agent:
+        result = await agent.chat("/error context_overflow", request_id="req-overflow")
+        stored = await agent.messages()
+    assert agent.compactions == 0
+    assert result.status == "error" and result.error and "context" in result.error.lower()
+    assert agent.errors[0][1].classification == "context_overflow"
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+
+
 async def test_overflow_recovery_disabled_by_default() -> None:
     class NoRecovery(Failing):
         classify_chat_error = default_context_overflow_classifier
@@ -263,3 +278,28 @@ async def test_turn_started_from_on_chat_response_is_allowed() -> None:
         await agent.chat("first")
         texts = [m["content"] for m in await agent.messages()]
     assert texts == ["first", "echo: first", "second", "echo: second"]
+
+
+async def test_proactive_guard_compacts_mid_turn_when_the_last_step_input_neared_the_limit() -> None:
+    class Guarded(Recorder):
+        def configure_session(self, session: Session) -> Session:
+            self.compactions = 0
+
+            def compact(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                self.compactions += 1
+                return [{"role": "user", "content": "summary"}, messages[-1]]
+
+            return session.on_compaction(compact).with_proactive_compaction(40, threshold=0.5)
+
+    async with Guarded() as agent:
+        await agent.chat("a long first message " * 5)
+        assert agent.compactions == 0
+        result = await agent.chat('/tool echo {"msg": "x"}')
+        stored = await agent.messages()
+    assert agent.compactions == 1
+    assert result.status == "completed" and result.message["content"] == "Tool results: echo -> pong: x."
+    step1 = [(m["role"], m.get("content")) for m in requests()[-1]["messages"] if m["role"] != "system"]
+    assert step1[:2] == [("user", "summary"), ("user", '/tool echo {"msg": "x"}')]
+    assert [role for role, _ in step1[2:]] == ["assistant", "tool"]
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "summary"), ("user", '/tool echo {"msg": "x"}'), ("assistant", "Tool results: echo -> pong: x.")]

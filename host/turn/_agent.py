@@ -214,11 +214,13 @@ class Agent:
         if self._manager is None and self._extension_specs:
             from ..extensions._manager import ExtensionManager
 
-            self._manager = ExtensionManager(sandbox=self._sandbox)  # type: ignore[arg-type]
+            # the agent's store remembers extensions loaded at runtime (agent.manager.load); restored at start
+            self._manager = ExtensionManager(sandbox=self._sandbox, store=raw)  # type: ignore[arg-type]
             self._owns_manager = True
             await self._manager.__aenter__()
             self._manager.protect_paths(self._private_paths())
-            await self._manager.load_all(self._extension_specs)
+            await self._manager.load_all(self._extension_specs, remember=False)
+            await self._manager.restore()
         if self._manager is not None:
             if not self._owns_manager and hasattr(self._manager, "protect_paths"):
                 self._manager.protect_paths(self._private_paths())  # for what it starts from now on

@@ -65,6 +65,7 @@ class Agent:
 
     model: str = "hookwire/scripted"
     max_steps: int = 10
+    workspace_tools: bool = True  # Think's built-in read/write/edit/list/find/grep/delete when there is a workspace
     send_reasoning: bool = True  # keep reasoning in the saved message (Think's sendReasoning); TurnConfig overrides
     # Think's stream watchdog: off by default (0); a stalled stream goes into recovery (on_chat_recovery), which
     # runs the turn again up to chat_recovery_max_attempts times before the turn ends with an error.

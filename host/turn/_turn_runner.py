@@ -44,6 +44,7 @@ from ._types import (
     TurnContext,
 )
 from ._ui_messages import finalize, new_id, normalize_incoming, to_model_messages
+from ._workspace_tools import workspace_tools
 
 if TYPE_CHECKING:
     from ._agent import Agent
@@ -349,6 +350,8 @@ class TurnRunner:
 
     async def prepare(self, req: TurnRequest, chain: HookChain) -> TurnPlan:
         tools: dict[str, Tool] = {}
+        if self.a.workspace_root is not None and self.a.workspace_tools:  # Think's built-ins; get_tools() wins
+            tools.update(workspace_tools(self.a.workspace_root))
         for name, value in (await maybe_await(self.a.get_tools()) or {}).items():
             tools[name] = as_tool(name, value)
         if self.a._manager is not None:  # an extension never replaces a host tool (host/extensions/_tool_names.py)

@@ -2,7 +2,7 @@
 
     hookwire run "PROMPT" -e MANIFEST... [--model ID] [--session ID] [--store FILE] [--workspace DIR] [--body JSON]
                                          (one-shot: a fresh session unless --session names one)
-    hookwire chat -e MANIFEST... [--session ID] [--store FILE]
+    hookwire chat -e MANIFEST... [--session ID] [--store FILE]    (Ctrl-C aborts the running turn; at the prompt, quits)
     hookwire ext validate FILE...
     hookwire ext list -e MANIFEST...
     hookwire ext schema

@@ -163,7 +163,13 @@ class TurnRunner:
                     logger.warning("chat:recovery session=%s request=%s attempt=%d: %s", self.a.session_id, rid,
                                    recoveries, exc)
                     continue  # the turn runs again; what the stalled attempt streamed is dropped
-                classification = await self.classify(exc, rid)
+                try:
+                    classification = await self.classify(exc, rid)
+                except asyncio.CancelledError:  # the caller cancelled meanwhile: the error surfaces, then
+                    req.abort.set()              # run() re-raises the cancellation
+                    req.cancelled = True
+                    return await self.fail(exc, "stream", rid=rid, persisted=True, assistant=assistant,
+                                            continuation=req.continuation)
                 if classification == "context_overflow" and req.abort.is_set():
                     # cancelled while the error was classified: no compaction, the error surfaces (Think)
                     return await self.fail(exc, "stream", rid=rid, persisted=True, assistant=assistant,

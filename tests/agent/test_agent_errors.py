@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import litellm
@@ -303,3 +304,23 @@ async def test_proactive_guard_compacts_mid_turn_when_the_last_step_input_neared
     assert [role for role, _ in step1[2:]] == ["assistant", "tool"]
     assert [(m["role"], m["content"]) for m in stored] == [
         ("user", "summary"), ("user", '/tool echo {"msg": "x"}'), ("assistant", "Tool results: echo -> pong: x.")]
+
+
+async def test_caller_cancel_while_classifying_keeps_the_partial_and_surfaces_the_error() -> None:
+    classifying = asyncio.Event()
+
+    class SlowClassifier(Recovering):
+        async def classify_chat_error(self, error, ctx=None):  # type: ignore[no-untyped-def,override]
+            classifying.set()
+            await asyncio.sleep(30)
+            return "context_overflow"
+
+    async with SlowClassifier() as agent:
+        task = asyncio.create_task(agent.chat("/error context_overflow"))
+        await asyncio.wait_for(classifying.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+        stored = await agent.messages()
+    assert agent.compactions == 0 and len(agent.errors) == 1
+    assert [m["role"] for m in stored] == ["user", "assistant"]

@@ -216,7 +216,8 @@ class Agent:
             from ..extensions._manager import ExtensionManager
 
             # the agent's store remembers extensions loaded at runtime (agent.manager.load); restored at start
-            self._manager = ExtensionManager(sandbox=self._sandbox, store=raw)  # type: ignore[arg-type]
+            self._manager = ExtensionManager(sandbox=self._sandbox, store=raw,  # type: ignore[arg-type]
+                                             store_key=self.session_id)
             self._owns_manager = True
             await self._manager.__aenter__()
             self._manager.protect_paths(self._private_paths())

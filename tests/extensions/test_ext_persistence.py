@@ -49,5 +49,6 @@ async def test_an_agent_restores_an_extension_loaded_at_runtime_from_its_store(
     async with Agent(store=db, extensions=[hooks], sandbox="off") as agent:
         assert agent.manager is not None
         assert [i.name for i in agent.manager.extensions()] == ["hooks-ok", "test-tools"]
-    async with Agent(store=db, extensions=[], sandbox="off") as agent:
-        assert agent.manager is None  # no extensions declared: nothing started, nothing restored
+    async with Agent(store=db, session_id="other", extensions=[hooks], sandbox="off") as agent:
+        assert agent.manager is not None  # another session of the same store restores nothing of this one's
+        assert [i.name for i in agent.manager.extensions()] == ["hooks-ok"]

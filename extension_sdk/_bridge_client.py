@@ -122,9 +122,10 @@ class Host:
         except grpc.RpcError as err:
             raise _host_error(method, err) from None
 
-    async def read_file(self, path: str) -> bytes:
+    async def read_file(self, path: str) -> bytes | None:
+        """The file's bytes, or None when there is no such file (Think's readFile)."""
         resp = await self._call("ReadFile", hb.ReadFileRequest(session_id=self.session_id, path=path))
-        return bytes(resp.content)
+        return None if resp.missing else bytes(resp.content)
 
     async def write_file(self, path: str, content: str | bytes, append: bool = False) -> int:
         req = hb.WriteFileRequest(session_id=self.session_id, path=path, content=_as_bytes(content), append=append)
@@ -137,8 +138,9 @@ class Host:
     async def list_files(self, path: str = "") -> list[dict[str, Any]]:
         return _entries(await self._call("ListFiles", hb.ListFilesRequest(session_id=self.session_id, path=path)))
 
-    async def get_messages(self, limit: int = 0) -> list[dict[str, Any]]:
-        resp = await self._call("GetMessages", hb.GetMessagesRequest(session_id=self.session_id, limit=limit))
+    async def get_messages(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """All messages, or the last `limit` of them; `limit <= 0` gives [] (Think's getMessages)."""
+        resp = await self._call("GetMessages", _messages_request(self.session_id, limit))
         return json.loads(resp.messages_json) if resp.messages_json else []
 
     async def get_context(self, label: str) -> str | None:
@@ -154,6 +156,12 @@ class Host:
 
     async def get_session_info(self) -> dict[str, Any]:
         return _session_info(await self._call("GetSessionInfo", hb.GetSessionInfoRequest(session_id=self.session_id)))
+
+
+def _messages_request(session_id: str, limit: int | None) -> hb.GetMessagesRequest:
+    if limit is None:
+        return hb.GetMessagesRequest(session_id=session_id)
+    return hb.GetMessagesRequest(session_id=session_id, limit=max(0, int(limit)), limited=True)
 
 
 class SyncHost:
@@ -172,8 +180,9 @@ class SyncHost:
         except grpc.RpcError as err:
             raise _host_error(method, err) from None
 
-    def read_file(self, path: str) -> bytes:
-        return bytes(self._call("ReadFile", hb.ReadFileRequest(session_id=self.session_id, path=path)).content)
+    def read_file(self, path: str) -> bytes | None:
+        resp = self._call("ReadFile", hb.ReadFileRequest(session_id=self.session_id, path=path))
+        return None if resp.missing else bytes(resp.content)
 
     def write_file(self, path: str, content: str | bytes, append: bool = False) -> int:
         req = hb.WriteFileRequest(session_id=self.session_id, path=path, content=_as_bytes(content), append=append)
@@ -185,8 +194,8 @@ class SyncHost:
     def list_files(self, path: str = "") -> list[dict[str, Any]]:
         return _entries(self._call("ListFiles", hb.ListFilesRequest(session_id=self.session_id, path=path)))
 
-    def get_messages(self, limit: int = 0) -> list[dict[str, Any]]:
-        resp = self._call("GetMessages", hb.GetMessagesRequest(session_id=self.session_id, limit=limit))
+    def get_messages(self, limit: int | None = None) -> list[dict[str, Any]]:
+        resp = self._call("GetMessages", _messages_request(self.session_id, limit))
         return json.loads(resp.messages_json) if resp.messages_json else []
 
     def get_context(self, label: str) -> str | None:

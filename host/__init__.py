@@ -71,14 +71,15 @@ from .sandbox._egress_proxy import EgressEvent, EgressProxy
 from .sandbox._plan import LaunchPlan, SandboxMode, plan_launch, sandbox_capabilities
 from .turn._agent import Agent
 from .turn._chat_errors import default_context_overflow_classifier
-from .turn._session import ContextBlock, Session
 from .turn._pg_store import PostgresMessageStore
+from .turn._session import ContextBlock, Session
 from .turn._store import MessageStore
 from .turn._store_backends import open_store
 from .turn._tools import Tool, tool
 from .turn._types import (
     ChatErrorClassification,
     ChatErrorContext,
+    ChatRecoveryContext,
     ChatResponseResult,
     Chunk,
     ChunkContext,
@@ -88,6 +89,7 @@ from .turn._types import (
     ToolCallContext,
     ToolCallDecision,
     ToolCallRecord,
+    ToolCallRepairContext,
     ToolCallResultContext,
     ToolResultRecord,
     TurnConfig,
@@ -121,6 +123,7 @@ __all__ = [
     "CallContext",
     "ChatErrorClassification",
     "ChatErrorContext",
+    "ChatRecoveryContext",
     "ChatResponseResult",
     "ChatStreamStallError",
     "Chunk",
@@ -168,6 +171,7 @@ __all__ = [
     "ToolCallContext",
     "ToolCallDecision",
     "ToolCallRecord",
+    "ToolCallRepairContext",
     "ToolCallResultContext",
     "ToolCallSnapshot",
     "ToolInputError",

@@ -1,7 +1,8 @@
 """The `hookwire` command: run turns with extensions, validate and inspect manifests, diagnose the machine.
 
     hookwire run "PROMPT" -e MANIFEST... [--model ID] [--session ID] [--store FILE|URL] [--workspace DIR] [--body JSON]
-    hookwire chat -e MANIFEST... [--session ID] [--store FILE|URL]
+                                         (one-shot: a fresh session unless --session names one)
+    hookwire chat -e MANIFEST... [--session ID] [--store FILE|URL]  (Ctrl-C aborts the running turn; at the prompt, quits)
     hookwire ext validate FILE...
     hookwire ext list -e MANIFEST...
     hookwire ext schema
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -50,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     def turn_options(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("-e", "--extension", action="append", default=[], metavar="MANIFEST", help="load a manifest")
         sp.add_argument("--model", default=DEFAULT_MODEL, help=f"a litellm model id (default {DEFAULT_MODEL})")
-        sp.add_argument("--session", default="cli", help="session id (default: cli)")
+        sp.add_argument("--session", default=None,
+                        help="session id (run: a fresh session each time unless given; chat: default cli)")
         sp.add_argument("--store", default=os.environ.get("HOOKWIRE_STORE") or ".hookwire/sessions.db",
                         help="where sessions live: a SQLite file, or a postgresql:// URL shared by several hosts "
                         "(default: $HOOKWIRE_STORE, else .hookwire/sessions.db)")
@@ -242,8 +245,11 @@ def _print_result(result: Any, show_trace: bool) -> None:
 
 async def _cmd_run(args: argparse.Namespace) -> int:
     from .extensions._manager import ExtensionManager
+    from .turn._ui_messages import new_id
 
     body = _parse_body(args.body)
+    if args.session is None:  # one-shot: no earlier turns reach the model unless a session is named
+        args.session = new_id("run")
     async with ExtensionManager(sandbox=args.sandbox) as mgr:
         await mgr.load_all(args.extension)
         async with _make_agent(args, mgr) as agent:
@@ -253,26 +259,38 @@ async def _cmd_run(args: argparse.Namespace) -> int:
 
 
 async def _cmd_chat(args: argparse.Namespace) -> int:
+    from ._cli_interrupt import ChatInterrupts, ChatQuit, StdinLines
     from .extensions._manager import ExtensionManager
 
     body = _parse_body(args.body)
+    args.session = args.session or "cli"
     async with ExtensionManager(sandbox=args.sandbox) as mgr:
         await mgr.load_all(args.extension)
         async with _make_agent(args, mgr) as agent:
-            print(f"hookwire chat — session {args.session!r}, model {args.model}; /quit or Ctrl-D to leave")
-            while True:
-                try:
-                    line = await asyncio.to_thread(input, "you> ")
-                except EOFError:
-                    print()
-                    return 0
-                if line.strip() in ("/quit", "/exit"):
-                    return 0
-                if not line.strip():
-                    continue
-                sys.stdout.write("assistant> ")
-                result = await agent.chat(line, body=body)
-                _print_result(result, not args.no_trace)
+            print(f"hookwire chat — session {args.session!r}, model {args.model}; /quit, Ctrl-D or Ctrl-C to leave")
+            stdin = StdinLines()
+            with ChatInterrupts() as interrupts, contextlib.suppress(ChatQuit):
+                while True:
+                    sys.stdout.write("you> ")
+                    sys.stdout.flush()
+                    line = await interrupts.until_quit(stdin.readline())  # Ctrl-C here: ChatQuit
+                    if line is None:
+                        print()
+                        return 0
+                    if line.strip() in ("/quit", "/exit"):
+                        return 0
+                    if not line.strip():
+                        continue
+                    sys.stdout.write("assistant> ")
+                    try:  # Ctrl-C now aborts this turn
+                        result = await agent.chat(line, body=body, signal=interrupts.turn())
+                    finally:
+                        interrupts.turn_signal = None
+                    _print_result(result, not args.no_trace)
+                    if interrupts.quit.is_set():
+                        break
+            print()
+            return 130
 
 
 async def _cmd_demo(args: argparse.Namespace) -> int:

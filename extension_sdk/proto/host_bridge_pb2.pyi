@@ -15,10 +15,12 @@ class ReadFileRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
 
 class ReadFileResponse(_message.Message):
-    __slots__ = ("content",)
+    __slots__ = ("content", "missing")
     CONTENT_FIELD_NUMBER: _ClassVar[int]
+    MISSING_FIELD_NUMBER: _ClassVar[int]
     content: bytes
-    def __init__(self, content: _Optional[bytes] = ...) -> None: ...
+    missing: bool
+    def __init__(self, content: _Optional[bytes] = ..., missing: _Optional[bool] = ...) -> None: ...
 
 class WriteFileRequest(_message.Message):
     __slots__ = ("session_id", "path", "content", "append")
@@ -77,12 +79,14 @@ class ListFilesResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ...) -> None: ...
 
 class GetMessagesRequest(_message.Message):
-    __slots__ = ("session_id", "limit")
+    __slots__ = ("session_id", "limit", "limited")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    LIMITED_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     limit: int
-    def __init__(self, session_id: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+    limited: bool
+    def __init__(self, session_id: _Optional[str] = ..., limit: _Optional[int] = ..., limited: _Optional[bool] = ...) -> None: ...
 
 class GetMessagesResponse(_message.Message):
     __slots__ = ("messages_json",)

@@ -1,6 +1,6 @@
 """`FakeHost`: a real `hookwire.v1.HostBridge` gRPC server, in-process, whose workspace files, messages, context
-blocks and session metadata a test presets and then inspects. It answers like the host does: NOT_FOUND for a
-missing file, PERMISSION_DENIED for a path out of the workspace and for the methods the test denies,
+blocks and session metadata a test presets and then inspects. It answers like the host does: a missing file reads
+as None (and ListFiles of a missing directory is NOT_FOUND), PERMISSION_DENIED for a path out of the workspace and for the methods the test denies,
 UNAUTHENTICATED for a call without the extension's token."""
 
 from __future__ import annotations
@@ -143,6 +143,9 @@ class FakeHost(hb_grpc.HostBridgeServicer):
 
     async def ReadFile(self, request: hb.ReadFileRequest, context: Any) -> hb.ReadFileResponse:
         def body() -> hb.ReadFileResponse:
+            key = _normalize(request.path, "ReadFile", allow_root=False)
+            if key not in self.files and not any(name.startswith(key + "/") for name in self.files):
+                return hb.ReadFileResponse(missing=True)  # as the host: a missing file reads as None (Think's null)
             return hb.ReadFileResponse(content=self.files[self._file(request.path, "ReadFile")])
 
         return await self._run("ReadFile", request.session_id, request.path, context, body)
@@ -184,7 +187,10 @@ class FakeHost(hb_grpc.HostBridgeServicer):
 
     async def GetMessages(self, request: hb.GetMessagesRequest, context: Any) -> hb.GetMessagesResponse:
         def body() -> hb.GetMessagesResponse:
-            messages = self.messages[-request.limit:] if request.limit else self.messages
+            if request.limited and request.limit == 0:  # as the host: getMessages(limit <= 0) -> []
+                messages = []
+            else:
+                messages = self.messages[-request.limit:] if request.limit else self.messages
             return hb.GetMessagesResponse(messages_json=json.dumps(messages, default=str))
 
         return await self._run("GetMessages", request.session_id, "", context, body)

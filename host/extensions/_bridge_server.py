@@ -399,7 +399,12 @@ class _Servicer(host_bridge_pb2_grpc.HostBridgeServicer):
                                  f"ReadFile: {request.path!r} is larger than {MAX_FILE_BYTES} bytes", "too_large")
                 return data
 
-            return host_bridge_pb2.ReadFileResponse(content=await asyncio.to_thread(read))
+            try:
+                return host_bridge_pb2.ReadFileResponse(content=await asyncio.to_thread(read))
+            except _Abort as exc:
+                if exc.outcome == "not_found":  # Think's readFile of a missing file is null, not an error
+                    return host_bridge_pb2.ReadFileResponse(missing=True)
+                raise
 
         return await self._bridge._run(call, context, _workspace_read, body)
 
@@ -525,6 +530,8 @@ class _Servicer(host_bridge_pb2_grpc.HostBridgeServicer):
             return None if manifest.permissions.messages == "read" else "permissions.messages: read"
 
         async def body(manifest: Manifest, services: SessionServices) -> host_bridge_pb2.GetMessagesResponse:
+            if request.limited and request.limit == 0:
+                return host_bridge_pb2.GetMessagesResponse(messages_json="[]")  # Think: limit <= 0 -> []
             messages = await services.bridge_get_messages(int(request.limit))
             return host_bridge_pb2.GetMessagesResponse(messages_json=json.dumps(messages, default=str))
 

@@ -29,6 +29,7 @@ from . import _tool_call
 from ._dispatch import Dispatcher
 from ._launch import Launcher
 from ._manifest import Manifest, load_manifest
+from ._persistence import ExtensionMemory
 from ._registry import Registry
 from ._snapshots import (
     CallContext,
@@ -55,11 +56,15 @@ class ExtensionManager:
     """Loads extension manifests, supervises their processes and dispatches hooks and tools to them."""
 
     def __init__(self, *, sandbox: SandboxMode = "auto", runtime_dir: Path | None = None, zygote: bool = True,
-                 egress_resolver: Mapping[str, str | Sequence[str]] | None = None) -> None:
+                 egress_resolver: Mapping[str, str | Sequence[str]] | None = None, store: Any = None,
+                 store_key: str = "default") -> None:
         """`sandbox`: "auto" (every layer this machine can enforce), "required" (refuse to run with less), "off".
         `runtime_dir`: where the private runtime dir is made (default: the temp dir, or /tmp when that is long).
         `zygote`: fork Python extensions from a pre-imported process (env HOOKWIRE_ZYGOTE=0 disables).
-        `egress_resolver`: name -> address(es) for the extensions' egress proxies instead of DNS (tests)."""
+        `egress_resolver`: name -> address(es) for the extensions' egress proxies instead of DNS (tests).
+        `store` (a host.MessageStore): remember what `load` loads (and `unload` forgets) under `store_key`, so
+        `restore()` brings it back after a restart (host/extensions/_persistence.py)."""
+        self._memory = ExtensionMemory(store, store_key) if store is not None else None
         self._registry = Registry()
         self._trace = Tracer()
         self._egress = EgressProxies(self._trace, egress_resolver)  # per-extension proxies (permissions.network)
@@ -90,11 +95,28 @@ class ExtensionManager:
 
     # -- loading, unloading, closing --------------------------------------------------------------------
 
-    async def load(self, manifest: str | Path | Manifest) -> ExtensionInfo:
-        """Validate a manifest, start its extension and wait until it serves. Raises ExtensionStartError."""
-        return (await self.load_all([manifest]))[0]
+    async def load(self, manifest: str | Path | Manifest, *, remember: bool = True) -> ExtensionInfo:
+        """Validate a manifest, start its extension and wait until it serves. Raises ExtensionStartError.
+        With a `store`, the extension is remembered for `restore()` unless `remember=False`."""
+        return (await self.load_all([manifest], remember=remember))[0]
 
-    async def load_all(self, manifests: Sequence[str | Path | Manifest]) -> list[ExtensionInfo]:
+    async def restore(self) -> list[ExtensionInfo]:
+        """Load the remembered extensions that are not loaded (idempotent); one that fails is logged and skipped.
+        Returns what it loaded."""
+        if self._memory is None:
+            return []
+        restored: list[ExtensionInfo] = []
+        for name, manifest in await self._memory.manifests():
+            if manifest is None or name in self._registry.exts:
+                continue
+            try:
+                restored.extend(await self.load_all([manifest], remember=False))
+            except ExtensionError as exc:
+                log.error("restore: extension %r did not start: %s", name, exc)
+        return restored
+
+    async def load_all(self, manifests: Sequence[str | Path | Manifest], *,
+                       remember: bool = True) -> list[ExtensionInfo]:
         """Load several extensions, started in parallel, kept in the given (load) order. All or nothing."""
         reg = self._registry
         if reg.closed:
@@ -134,6 +156,8 @@ class ExtensionManager:
                 ext.name, ext.info().version, ext.proc.pid if ext.proc else "-", ext.hooks or "none",
                 list(ext.tools) or "none",
             )
+        if remember and self._memory is not None:
+            await self._memory.remember(parsed)
         return [ext.info() for ext in exts]
 
     async def _start(self, ext: ExtensionRuntime) -> None:
@@ -164,6 +188,8 @@ class ExtensionManager:
         self._registry.changed()
         await asyncio.shield(self._stop(ext))
         await asyncio.shield(self._launcher.remove_dirs(ext))
+        if self._memory is not None:
+            await self._memory.forget(name)
         log.info("unloaded extension %r", name)
         return True
 

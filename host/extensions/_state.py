@@ -28,7 +28,8 @@ class ExtensionInfo(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     name: str
-    version: str
+    version: str = Field(description="The manifest's version (Think's load() reports the manifest's)")
+    extension_version: str = Field(default="", description="The version the extension itself reports in Describe")
     description: str = ""
     state: ExtensionState
     pid: int | None = None
@@ -98,7 +99,8 @@ class ExtensionRuntime:
         d = self.describe
         return ExtensionInfo(
             name=self.name,
-            version=self.manifest.version if not d or not d.version else d.version,
+            version=self.manifest.version,
+            extension_version=d.version if d else "",
             description=self.manifest.description or (d.description if d else ""),
             state=self.state,
             pid=self.proc.pid if self.proc is not None and self.proc.returncode is None else None,

@@ -1,8 +1,8 @@
 """host.Agent: Think's chat-turn lifecycle on litellm, with out-of-process extensions wired into every hook.
 
 Subclass it and override hooks (sync or async). One turn runs at a time per agent (FIFO); every entry path —
-chat(), save_messages(), submit_messages(), continue_last_turn(), add_tool_result() auto-continuation, and
-follow-ups queued by extensions — runs the same lifecycle:
+chat(), save_messages(), submit_messages(), continue_last_turn(), and add_tool_result() auto-continuation — runs
+the same lifecycle:
 
     before_turn -> [extensions beforeTurn] -> steps: before_step, on_chunk*, before_tool_call ->
     [ext beforeToolCall] -> execute -> after_tool_call -> [ext afterToolCall], on_step_finish ->
@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from ._turn_runner import TurnRequest, TurnRunner, active_turn
 from ._types import (
     ChatErrorClassification,
     ChatErrorContext,
+    ChatRecoveryContext,
     ChatResponseResult,
     ChunkContext,
     PrepareStepContext,
@@ -66,7 +67,12 @@ class Agent:
 
     model: str = "hookwire/scripted"
     max_steps: int = 10
-    chat_stream_stall_timeout_ms: int = 120_000
+    workspace_tools: bool = True  # Think's built-in read/write/edit/list/find/grep/delete when there is a workspace
+    send_reasoning: bool = True  # keep reasoning in the saved message (Think's sendReasoning); TurnConfig overrides
+    # Think's stream watchdog: off by default (0); a stalled stream goes into recovery (on_chat_recovery), which
+    # runs the turn again up to chat_recovery_max_attempts times before the turn ends with an error.
+    chat_stream_stall_timeout_ms: int = 0
+    chat_recovery_max_attempts: int = 2
     # The host app's own model endpoint, credentials and extra litellm keyword arguments (e.g. extra_headers,
     # api_version, organization). They always win over anything an extension returns (issue 10 item 1).
     api_base: str | None = None
@@ -149,6 +155,10 @@ class Agent:
     def on_chat_response(self, result: ChatResponseResult) -> None:
         return None
 
+    def on_chat_recovery(self, ctx: ChatRecoveryContext) -> bool | None:
+        """A stalled stream is about to be run again (ctx.attempt of ctx.max_attempts); return False to stop."""
+        return None
+
     def on_chat_error(self, error: Any, ctx: ChatErrorContext | None = None) -> Any:
         return error
 
@@ -210,11 +220,14 @@ class Agent:
         if self._manager is None and self._extension_specs:
             from ..extensions._manager import ExtensionManager
 
-            self._manager = ExtensionManager(sandbox=self._sandbox)  # type: ignore[arg-type]
+            # the agent's store remembers extensions loaded at runtime (agent.manager.load); restored at start
+            self._manager = ExtensionManager(sandbox=self._sandbox, store=raw,  # type: ignore[arg-type]
+                                             store_key=self.session_id)
             self._owns_manager = True
             await self._manager.__aenter__()
             self._manager.protect_paths(self._private_paths())
-            await self._manager.load_all(self._extension_specs)
+            await self._manager.load_all(self._extension_specs, remember=False)
+            await self._manager.restore()
         if self._manager is not None:
             if not self._owns_manager and hasattr(self._manager, "protect_paths"):
                 self._manager.protect_paths(self._private_paths())  # for what it starts from now on
@@ -268,13 +281,20 @@ class Agent:
 
     async def save_messages(
         self,
-        messages: Sequence[str | dict[str, Any]] | str | dict[str, Any],
+        messages: Sequence[str | dict[str, Any]] | str | dict[str, Any] | Callable[[list[dict[str, Any]]], Any],
         *,
         body: dict[str, Any] | None = None,
         signal: asyncio.Event | None = None,
         request_id: str | None = None,
     ) -> ChatResponseResult:
-        """Persist messages (server-initiated) and run a turn on them."""
+        """Persist messages (server-initiated) and run a turn on them. Think's function form: pass a function
+        (sync or async) that gets the current transcript when the turn starts and returns the next one."""
+        if callable(messages):
+            self._ensure_started()
+            self._refuse_nested("save_messages")
+            request = self._request(request_id or new_id("req"), [], False, body, signal, "save_messages")
+            request.messages_fn = messages
+            return await self._runner.run(request)
         items = [messages] if isinstance(messages, (str, dict)) else list(messages)
         return await self._entry(items, body=body, signal=signal, request_id=request_id, entry="save_messages")
 
@@ -319,13 +339,14 @@ class Agent:
     async def continue_last_turn(
         self, *, body: dict[str, Any] | None = None, signal: asyncio.Event | None = None, request_id: str | None = None
     ) -> ChatResponseResult:
-        """Continue the last assistant message (continuation=True); status "skipped" when there is none."""
+        """Run a continuation turn after the last assistant message (continuation=True); it is saved as a new
+        assistant message. Status "skipped" with request id "" when the last message is not the assistant's."""
         self._ensure_started()
         self._refuse_nested("continue_last_turn")
         messages = await self.store.messages()
-        rid = request_id or new_id("req")
         if not messages or messages[-1].get("role") != "assistant":
-            return ChatResponseResult(status="skipped", request_id=rid, continuation=True)
+            return ChatResponseResult(status="skipped", request_id="", continuation=True)
+        rid = request_id or new_id("req")
         return await self._runner.run(self._request(rid, [], True, body, signal, "continue_last_turn"))
 
     async def add_tool_result(
@@ -355,8 +376,15 @@ class Agent:
         event.set()
         return True
 
+    def abort_all_requests(self) -> int:
+        """Abort every running or queued turn of this agent (Think's abortAllRequests); returns how many."""
+        events = [e for e in self._aborts.values() if not e.is_set()]
+        for event in events:
+            event.set()
+        return len(events)
+
     async def wait_idle(self) -> None:
-        """Wait for queued follow-ups (bridge sendMessage) and background submissions."""
+        """Wait for messages extensions sent (bridge sendMessage) to be appended, and for background submissions."""
         while True:
             tasks = [t for t in list(self._background) + list(self._submissions.values()) if not t.done()]
             if not tasks:
@@ -386,7 +414,7 @@ class Agent:
             raise NestedTurnError(
                 f"{type(self).__name__}.{entry}() was called from inside a running turn of session "
                 f"{self.session_id!r} (a hook or a tool); that would deadlock. Start follow-up turns from "
-                "on_chat_response, or let an extension queue one with sendMessage."
+                "on_chat_response."
             )
 
     def _request(
@@ -474,12 +502,15 @@ class Agent:
         task = asyncio.get_running_loop().create_task(run(), context=contextvars.Context())
         self._submissions[sid] = task
 
-    def _queue_turn(self, message: dict[str, Any]) -> None:
-        """Run a turn on `message` after the current one (an extension's sendMessage): in the background."""
-        task = asyncio.get_running_loop().create_task(
-            self._runner.run(self._request(new_id("req"), [message], False, None, None, "send_message")),
-            context=contextvars.Context(),
-        )
+    def _append_for_next_turn(self, message: dict[str, Any]) -> None:
+        """An extension's sendMessage: append `message` to the transcript once the running turn (if any) is done,
+        without starting a turn; the next turn sees it (Think's sendMessage, which never waits on a turn)."""
+
+        async def append() -> None:
+            async with self._lock:
+                await self.store.upsert(message)
+
+        task = asyncio.get_running_loop().create_task(append(), context=contextvars.Context())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

@@ -2,7 +2,8 @@
 
     beforeTurn      subclass before_turn -> TurnConfig; extensions' merged patch applied on top (granted scalars);
                     their headers/providerOptions kept apart for the plan (host/turn/_plan.py), host winning
-    beforeToolCall  subclass before_tool_call; if it allows, the extensions decide (block > substitute > allow)
+    beforeToolCall  subclass before_tool_call, then the extensions always (they see its substituted input); a
+                    subclass block/substitute stands, else the extensions decide (block > substitute > allow)
     afterToolCall   subclass, then the extensions observe
     onStepFinish    subclass, then the extensions observe
     onChunk         subclass, then the extensions observe (only when one subscribes)
@@ -134,11 +135,17 @@ class HookChain:
     async def decide(self, ctx: ToolCallContext, tool: Tool) -> ToolCallDecision:
         decision = coerce(ToolCallDecision, await maybe_await(self.a.before_tool_call(ctx)), "before_tool_call")
         decision = decision or ToolCallDecision()
-        if decision.action != "allow" or self.m is None:
-            return decision  # a subclass block/substitute short-circuits the extensions
-        snapshot = ToolCallSnapshot(tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id, input=ctx.input,
+        if self.m is None:
+            return decision
+        # Think's order: the extensions are dispatched even after a subclass block/substitute, and they see the
+        # input the subclass substituted (the one that would run), not the model's original.
+        substituted = decision.action == "allow" and decision.has_input
+        snapshot = ToolCallSnapshot(tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id,
+                                    input=decision.input if substituted else ctx.input,
                                     step_number=ctx.step_number, dynamic=ctx.dynamic)
         ext = await self.m.before_tool_call(snapshot, self.turn.context, deadline=self.turn.deadline)
+        if decision.action != "allow":
+            return decision  # the subclass's block/substitute stands; the extensions were told of the call
         if ext is None or ext.action == "allow" and not ext.has_input:
             return decision
         if ext.action == "block":

@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from pydantic import BaseModel
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -32,11 +35,14 @@ from ._types import (  # noqa: E402
     ToolCallContext,
     ToolCallDecision,
     ToolCallRecord,
+    ToolCallRepairContext,
     ToolCallResultContext,
     ToolResultRecord,
     Usage,
 )
 from ._ui_messages import finalize, tool_part  # noqa: E402
+
+logger = logging.getLogger("hookwire.agent")
 
 _FINISH = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}
 
@@ -66,6 +72,11 @@ class TurnPlan:
     settings: dict[str, Any] = field(default_factory=dict)  # litellm keyword arguments
     stall_timeout_s: float | None = None
     transforms: list[Callable[..., Any]] = field(default_factory=list)
+    repair_tool_call: Callable[..., Any] | None = None
+    # the proactive mid-turn guard: before a step, when the previous step's input tokens reached this, call
+    # compact_history() -> the compacted model messages of the history (None: nothing changed)
+    compact_at_input_tokens: int | None = None
+    compact_history: Callable[[], Any] | None = None
 
 
 def litellm_tool_choice(choice: Any) -> Any:
@@ -117,6 +128,7 @@ class TurnLoop:
         self.abort = abort
         self.steps: list[StepContext] = []
         self.messages: list[dict[str, Any]] = list(plan.messages)
+        self._history_len = len(plan.messages)  # self.messages[:_history_len] is the history; the rest, this turn's
         self._abort_task: asyncio.Task[Any] | None = None
         self._chat: telemetry.ChatSpan | None = None  # the model call in flight (its span)
 
@@ -126,7 +138,12 @@ class TurnLoop:
         """Await ``aw`` unless the turn is aborted first or ``timeout`` (stall watchdog) passes."""
         task = asyncio.ensure_future(aw)
         assert self._abort_task is not None
-        done, _ = await asyncio.wait({task, self._abort_task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({task, self._abort_task}, timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the caller cancelled the turn: stop the model call too
+            task.cancel()
+            raise
         if task in done:
             return task.result()
         task.cancel()
@@ -173,6 +190,7 @@ class TurnLoop:
             for step_number in range(max(1, self.plan.max_steps)):
                 if self.abort.is_set():
                     raise TurnAborted()
+                await self._guard_input_size()
                 try:
                     more = await self._step(step_number)
                 except BaseException as exc:  # the model call failed, stalled or was aborted: end its span
@@ -190,6 +208,22 @@ class TurnLoop:
             self._abort_task.cancel()
             with contextlib.suppress(BaseException):
                 await self._abort_task
+
+    async def _guard_input_size(self) -> None:
+        """Think's proactive guard: compact the history mid-turn when the last step's input was near the limit;
+        what this turn produced so far (assistant and tool messages) is kept after the compacted history."""
+        limit, compact = self.plan.compact_at_input_tokens, self.plan.compact_history
+        if not self.steps or limit is None or compact is None:
+            return
+        used = self.steps[-1].usage.input_tokens or 0
+        if used < limit:
+            return
+        history = await maybe_await(compact())
+        if history is None:
+            return
+        produced = self.messages[self._history_len:]
+        self.messages = list(history) + produced
+        self._history_len = len(history)
 
     async def _stop_requested(self) -> bool:
         for condition in self.plan.stop_when:
@@ -295,12 +329,10 @@ class TurnLoop:
         runnable: list[tuple[int, _PendingCall, Any, Tool]] = []
         for call in ordered:
             call.id = call.id or f"call_{step_number}_{call.index}"
-            tool = plan.tools.get(call.name)
+            tool, value, error = self._resolve(call, active)
+            if error is not None and plan.repair_tool_call is not None:
+                tool, value, error = await self._repair(call, active, error)
             dynamic = bool(tool and tool.dynamic)
-            try:
-                value = json.loads(call.arguments) if call.arguments.strip() else {}
-            except json.JSONDecodeError:
-                value = call.arguments
             records.append(ToolCallRecord(tool_call_id=call.id, tool_name=call.name, input=value, dynamic=dynamic or None))
             part = tool_part(tool_name=call.name, tool_call_id=call.id, input=value, dynamic=dynamic)
             self.assistant["parts"].append(part)
@@ -309,16 +341,6 @@ class TurnLoop:
             await self._emit(
                 Chunk(type="tool-call", tool_name=call.name, tool_call_id=call.id, input=value, dynamic=dynamic or None)
             )
-            error: str | None = None
-            if tool is None or (active is not None and call.name not in active):
-                error = f'Model tried to call unavailable tool "{call.name}".'
-            elif isinstance(value, str):
-                error = f'Invalid JSON input for tool "{call.name}": {value!r}'
-            else:
-                try:
-                    tool.validate_input(value)
-                except ToolInputError as exc:
-                    error = str(exc)
             if error is not None:
                 part.update(state="output-error", errorText=error)
                 results[-1] = ToolResultRecord(
@@ -356,6 +378,53 @@ class TurnLoop:
         await self.hooks.on_step_finish(step)
         pending_client = any(p.get("state") == "input-available" for p in parts)
         return bool(ordered) and not pending_client
+
+    def _resolve(self, call: _PendingCall, active: list[str] | None) -> tuple[Tool | None, Any, str | None]:
+        """The call's tool and parsed input, and why it can't run (unknown tool, bad JSON, invalid input)."""
+        tool = self.plan.tools.get(call.name)
+        try:
+            value: Any = json.loads(call.arguments) if call.arguments.strip() else {}
+        except json.JSONDecodeError:
+            value = call.arguments
+        error: str | None = None
+        if tool is None or (active is not None and call.name not in active):
+            error = f'Model tried to call unavailable tool "{call.name}".'
+        elif isinstance(value, str):
+            error = f'Invalid JSON input for tool "{call.name}": {value!r}'
+        else:
+            try:
+                tool.validate_input(value)
+            except ToolInputError as exc:
+                error = str(exc)
+        return tool, value, error
+
+    async def _repair(self, call: _PendingCall, active: list[str] | None,
+                      error: str) -> tuple[Tool | None, Any, str | None]:
+        """TurnConfig.repair_tool_call gets one try at a failing call; its fix is checked like the model's call."""
+        names = [n for n in self.plan.tools if active is None or n in active]
+        ctx = ToolCallRepairContext(
+            tool_call_id=call.id, tool_name=call.name, input=call.arguments, error=error,
+            tools={n: self.plan.tools[n].parameters for n in names}, messages=list(self.messages),
+            system=self.plan.system if isinstance(self.plan.system, str) else "",
+        )
+        try:
+            fixed = await maybe_await(self.plan.repair_tool_call(ctx))  # type: ignore[misc]
+        except Exception:
+            logger.exception("repair_tool_call raised for tool call %s (%s); the call fails", call.id, call.name)
+            fixed = None
+        if isinstance(fixed, BaseModel):
+            fixed = fixed.model_dump(by_alias=True)
+        if fixed is not None and not isinstance(fixed, dict):
+            logger.error("repair_tool_call must return a dict {toolName?, input} or None, got %s",
+                         type(fixed).__name__)
+            fixed = None
+        if fixed is None:
+            tool, value, _ = self._resolve(call, active)
+            return tool, value, error
+        call.name = str(fixed.get("toolName") or fixed.get("tool_name") or call.name)
+        raw = fixed.get("input", call.arguments)
+        call.arguments = raw if isinstance(raw, str) else json.dumps(raw)
+        return self._resolve(call, active)
 
     def _extend_model_messages(self, text: str, parts: list[dict[str, Any]]) -> None:
         done = [p for p in parts if p.get("state") in ("output-available", "output-error")]

@@ -28,6 +28,7 @@ class HostSettings:
     api_key: str | None
     max_steps: int
     stall_timeout_ms: float | None  # the session's, else the agent's chat_stream_stall_timeout_ms
+    send_reasoning: bool = True  # the agent's send_reasoning (Think's instance setting); TurnConfig overrides
 
 
 def coerce(model: type[BaseModel], value: Any, hook: str) -> Any:
@@ -108,9 +109,10 @@ def plan_turn(ctx: TurnContext, cfg: TurnConfig, tools: dict[str, Tool], host: H
         tool_choice=cfg.tool_choice,
         max_steps=cfg.max_steps if cfg.max_steps is not None else host.max_steps,
         stop_when=_as_list(cfg.stop_when),
-        send_reasoning=cfg.send_reasoning if cfg.send_reasoning is not None else True,
+        send_reasoning=cfg.send_reasoning if cfg.send_reasoning is not None else host.send_reasoning,
         settings=settings,
         stall_timeout_s=(stall_ms / 1000.0) if stall_ms else None,
         transforms=_as_list(cfg.experimental_transform),
+        repair_tool_call=cfg.repair_tool_call,
     )
     return plan, list(refused)

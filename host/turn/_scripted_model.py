@@ -7,6 +7,7 @@ A litellm ``CustomLLM`` registered for the provider ``hookwire``. It reads the L
   user message; after the last block's tool results it answers ``Tool results: a -> 7; b -> "hi".``
 - ``/error context_overflow`` | ``/error rate_limit``: raise litellm's error mid-stream (after two tokens).
 - ``/stall MS``: emit a token, pause MS milliseconds, continue.
+- ``/stall-once MS``: the same, for the first request with this script only (to test stall recovery).
 - ``/chunks N``: stream exactly N small text chunks.
 - ``/reason TEXT``: stream TEXT as ``reasoning_content`` deltas before the answer.
 - anything else: ``echo: <text>``.
@@ -85,6 +86,9 @@ class _ToolCall:
     id: str
     name: str
     arguments: str  # JSON text
+
+
+_stalled_once: set[str] = set()  # scripts whose `/stall-once` already stalled a request
 
 
 @dataclass
@@ -218,6 +222,10 @@ def _plan(messages: list[Any], optional_params: dict[str, Any]) -> _Plan:
             plan.error = arg or "context_overflow"
         elif head == "/stall":
             plan.stall_ms = int(arg or "0")
+        elif head == "/stall-once":  # stall only the first request carrying this script (a retry streams on)
+            if script not in _stalled_once:
+                _stalled_once.add(script)
+                plan.stall_ms = int(arg or "0")
         elif head == "/chunks":
             chunks = int(arg or "0")
         elif head == "/reason":

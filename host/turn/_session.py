@@ -54,6 +54,8 @@ class Session:
         self.overflow_recovery: bool = False
         self.overflow_max_attempts: int = 1
         self.chat_stream_stall_timeout_ms: int | None = None
+        self.max_input_tokens: int | None = None  # proactive mid-turn guard (with_proactive_compaction)
+        self.proactive_threshold: float = 0.9
         self._prompt_cache: str | None = None
 
     def with_context(
@@ -91,8 +93,15 @@ class Session:
         self.overflow_max_attempts = max(0, max_attempts)
         return self
 
+    def with_proactive_compaction(self, max_input_tokens: int, *, threshold: float = 0.9) -> "Session":
+        """Think's mid-turn guard: before a step, compact when the previous step's input tokens reached
+        ``threshold`` of ``max_input_tokens`` (needs on_compaction); the turn goes on with the compacted history."""
+        self.max_input_tokens = max(1, int(max_input_tokens))
+        self.proactive_threshold = float(threshold)
+        return self
+
     def with_stream_stall_timeout(self, ms: int) -> "Session":
-        """Fail a turn whose model stream is silent for ``ms`` milliseconds (0 disables the watchdog)."""
+        """Watch the model stream: silent for ``ms`` milliseconds is a stall (recovered, then an error; 0: off)."""
         self.chat_stream_stall_timeout_ms = ms
         return self
 

@@ -45,7 +45,7 @@ class AgentSessionServices:
 
     async def bridge_send_message(self, text: str, role: str) -> str:
         message = normalize_incoming({"role": role or "user", "content": text})
-        self._agent._queue_turn(message)  # noqa: SLF001 - the Agent runs it after the current turn
+        self._agent._append_for_next_turn(message)  # noqa: SLF001 - appended after the current turn, no new turn
         return str(message["id"])
 
     async def bridge_session_info(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
@@ -160,6 +160,8 @@ class Tool(BaseModel):
             return await _drain(result, on_preliminary)
         if inspect.isawaitable(result):
             result = await result
+            if isinstance(result, AsyncIterable):  # an async tool that returned an async iterable: its last value
+                return await _drain(result, None)  # (Think's reduction; no preliminaries, it was not a generator)
         return result
 
 

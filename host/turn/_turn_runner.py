@@ -1,7 +1,7 @@
 """One turn, from its request to its result: prepare, run the loop, persist, recover, respond.
 
 `TurnRunner.run` is the only way a turn runs, whatever the entry path (chat, save_messages, submissions,
-continue_last_turn, auto-continuation, an extension's sendMessage):
+continue_last_turn, auto-continuation):
 
     take the agent's lock (one turn at a time, FIFO) -> TurnRecord + HookChain ->
     persist the incoming messages -> compact proactively (Session.compact_after_tokens) ->
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from .. import _telemetry as telemetry
+from .._errors import ChatStreamStallError
 from ..extensions._tool_names import withhold_shadowing
 from ._chat_errors import TurnAborted, error_message
 from ._hook_chain import HookChain, TurnRecord
@@ -36,8 +37,16 @@ from ._plan import HostSettings, plan_turn
 from ._session import maybe_await
 from ._store_backends import turn_lease
 from ._tools import Tool, as_tool
-from ._types import ChatErrorClassification, ChatErrorContext, ChatErrorStage, ChatResponseResult, TurnContext
+from ._types import (
+    ChatErrorClassification,
+    ChatErrorContext,
+    ChatErrorStage,
+    ChatRecoveryContext,
+    ChatResponseResult,
+    TurnContext,
+)
 from ._ui_messages import finalize, new_id, normalize_incoming, to_model_messages
+from ._workspace_tools import workspace_tools
 
 if TYPE_CHECKING:
     from ._agent import Agent
@@ -61,6 +70,9 @@ class TurnRequest(BaseModel):
     body: dict[str, Any] | None = None
     abort: asyncio.Event
     entry: str = "chat"
+    cancelled: bool = False  # the caller cancelled the awaiting task (set by TurnRunner.caller_cancelled)
+    # save_messages' function form: current transcript -> the next one, called when the turn starts (in its lock)
+    messages_fn: Any = None
 
 
 class TurnRunner:
@@ -70,6 +82,10 @@ class TurnRunner:
         self.a = agent
 
     async def run(self, req: TurnRequest) -> ChatResponseResult:
+        """Run the turn. A caller that cancels the task awaiting this (asyncio cancel, Ctrl-C) ends the turn as
+        cancel_chat does — partial message kept, status aborted, on_chat_response fired — and then gets its
+        CancelledError."""
+        cancelled = False
         try:
             # one turn at a time per session: in this process (the lock) and across host processes (the store's lease)
             async with self.a._lock, turn_lease(self.a.store.raw, self.a.session_id), \
@@ -80,6 +96,10 @@ class TurnRunner:
                 try:
                     try:
                         result = await self.execute(req, HookChain(self.a, self.a._manager, turn))
+                    except asyncio.CancelledError:  # the caller cancelled before the turn got going
+                        cancelled = True
+                        result = ChatResponseResult(status="aborted", request_id=req.request_id,
+                                                    continuation=req.continuation)
                     except Exception as exc:  # a bug or a store failure outside the staged paths
                         result = await self.fail(exc, "turn", rid=req.request_id, persisted=True, assistant=None,
                                                   continuation=req.continuation)
@@ -98,7 +118,10 @@ class TurnRunner:
                     active_turn.reset(token)
         finally:
             self.a._aborts.pop(req.request_id, None)
+        cancelled = cancelled or req.cancelled
         await self.respond(result)
+        if cancelled:
+            raise asyncio.CancelledError()
         return result
 
     async def respond(self, result: ChatResponseResult) -> None:
@@ -110,19 +133,25 @@ class TurnRunner:
     async def execute(self, req: TurnRequest, chain: HookChain) -> ChatResponseResult:
         rid = req.request_id
         try:
-            for message in req.messages:
-                await self.a.store.upsert(message)
+            if req.messages_fn is not None:
+                await self.apply_messages_fn(req)
+            else:
+                for message in req.messages:
+                    await self.a.store.upsert(message)
         except Exception as exc:
             return await self.fail(exc, "persist", rid=rid, persisted=False, assistant=None,
                                     continuation=req.continuation)
         await self.maybe_compact_proactively()
         attempts = 0
+        recoveries = 0
         while True:
-            assistant = await self.start_assistant(req.continuation)
+            assistant = await self.start_assistant(req)
             if req.abort.is_set():
                 return await self.aborted(req, assistant)
             try:
                 plan = await self.prepare(req, chain)
+            except asyncio.CancelledError:
+                return await self.caller_cancelled(req, assistant)
             except Exception as exc:
                 return await self.fail(exc, "turn", rid=rid, persisted=True, assistant=None,
                                         continuation=req.continuation)
@@ -133,9 +162,24 @@ class TurnRunner:
             except TurnAborted:
                 return await self.aborted(req, assistant)
             except asyncio.CancelledError:
-                raise
+                return await self.caller_cancelled(req, assistant)
             except Exception as exc:
-                classification = await self.classify(exc, rid)
+                if isinstance(exc, ChatStreamStallError) and await self.recover(exc, rid, recoveries + 1):
+                    recoveries += 1
+                    logger.warning("chat:recovery session=%s request=%s attempt=%d: %s", self.a.session_id, rid,
+                                   recoveries, exc)
+                    continue  # the turn runs again; what the stalled attempt streamed is dropped
+                try:
+                    classification = await self.classify(exc, rid)
+                except asyncio.CancelledError:  # the caller cancelled meanwhile: the error surfaces, then
+                    req.abort.set()              # run() re-raises the cancellation
+                    req.cancelled = True
+                    return await self.fail(exc, "stream", rid=rid, persisted=True, assistant=assistant,
+                                            continuation=req.continuation)
+                if classification == "context_overflow" and req.abort.is_set():
+                    # cancelled while the error was classified: no compaction, the error surfaces (Think)
+                    return await self.fail(exc, "stream", rid=rid, persisted=True, assistant=assistant,
+                                            continuation=req.continuation, classification="context_overflow")
                 if classification == "context_overflow":
                     if attempts < self.a.session.overflow_max_attempts:
                         attempts += 1
@@ -160,8 +204,27 @@ class TurnRunner:
                                     continuation=req.continuation)
         return ChatResponseResult(status="completed", message=assistant, request_id=rid, continuation=req.continuation)
 
-    async def start_assistant(self, continuation: bool) -> dict[str, Any]:
-        if continuation:
+    async def apply_messages_fn(self, req: TurnRequest) -> None:
+        """save_messages(fn): fn gets a copy of the transcript as the turn starts and returns the next one (Think's
+        function form). Kept messages are updated in place, new ones appended; dropping any replaces the whole."""
+        current = await self.a.store.messages()
+        returned = await maybe_await(req.messages_fn(copy.deepcopy(current)))
+        if not isinstance(returned, (list, tuple)):
+            raise TypeError(f"save_messages(fn): fn must return a list of messages, got {type(returned).__name__}")
+        nxt = [normalize_incoming(m) for m in returned]
+        known = {m["id"] for m in current}
+        req.messages = [m for m in nxt if m["id"] not in known]
+        if known - {m["id"] for m in nxt}:
+            await self.a.store.replace_all(nxt)
+        else:
+            for message in nxt:
+                await self.a.store.upsert(message)
+
+    async def start_assistant(self, req: TurnRequest) -> dict[str, Any]:
+        """The assistant message the turn streams into: a new one, except that the auto-continuation after client
+        tool results finishes the message that holds those tool calls. continue_last_turn saves a new message
+        (as Think does)."""
+        if req.continuation and req.entry == "auto_continue":
             messages = await self.a.store.messages()
             if messages and messages[-1].get("role") == "assistant":
                 return copy.deepcopy(messages[-1])
@@ -178,9 +241,24 @@ class TurnRunner:
         return assistant
 
     async def aborted(self, req: TurnRequest, assistant: dict[str, Any]) -> ChatResponseResult:
+        """The turn was aborted: keep what streamed. Nothing streamed yet still leaves an (empty) assistant
+        message after this turn's user message, so the transcript never holds two user messages in a row."""
         kept = await self.persist_partial(assistant)
+        if kept is None and req.messages and req.messages[-1].get("role") == "user":
+            try:
+                await self.a.store.upsert(finalize(assistant))
+                kept = assistant
+            except Exception:
+                logger.exception("could not persist the aborted assistant message (session %s)", self.a.session_id)
         return ChatResponseResult(status="aborted", message=kept, request_id=req.request_id,
                                   continuation=req.continuation)
+
+    async def caller_cancelled(self, req: TurnRequest, assistant: dict[str, Any]) -> ChatResponseResult:
+        """The task awaiting the turn was cancelled: end it as an abort; run() re-raises CancelledError after
+        on_chat_response."""
+        req.abort.set()
+        req.cancelled = True
+        return await self.aborted(req, assistant)
 
     async def fail(
         self,
@@ -206,6 +284,19 @@ class TurnRunner:
         final = error if returned is None else returned
         return ChatResponseResult(status="error", message=kept, request_id=rid, continuation=continuation,
                                   error=error_message(final))
+
+    async def recover(self, error: BaseException, rid: str, attempt: int) -> bool:
+        """Whether a stalled stream is run again: within chat_recovery_max_attempts, unless on_chat_recovery
+        says False."""
+        limit = max(0, int(self.a.chat_recovery_max_attempts))
+        if attempt > limit:
+            return False
+        ctx = ChatRecoveryContext(request_id=rid, attempt=attempt, max_attempts=limit, error=error_message(error))
+        try:
+            return await maybe_await(self.a.on_chat_recovery(ctx)) is not False
+        except Exception:
+            logger.exception("on_chat_recovery raised (session %s, request %s); not recovering", self.a.session_id, rid)
+            return False
 
     async def classify(self, error: BaseException, rid: str) -> ChatErrorClassification | None:
         if not self.a.session.overflow_recovery:
@@ -271,6 +362,8 @@ class TurnRunner:
 
     async def prepare(self, req: TurnRequest, chain: HookChain) -> TurnPlan:
         tools: dict[str, Tool] = {}
+        if self.a.workspace_root is not None and self.a.workspace_tools:  # Think's built-ins; get_tools() wins
+            tools.update(workspace_tools(self.a.workspace_root))
         for name, value in (await maybe_await(self.a.get_tools()) or {}).items():
             tools[name] = as_tool(name, value)
         if self.a._manager is not None:  # an extension never replaces a host tool (host/extensions/_tool_names.py)
@@ -290,9 +383,25 @@ class TurnRunner:
         cfg, ext_maps = await chain.before_turn(ctx, tools, req.continuation, req.body)
         stall = self.a.session.chat_stream_stall_timeout_ms
         host = HostSettings(model_options=self.a.model_options, api_base=self.a.api_base, api_key=self.a.api_key,
-                            max_steps=self.a.max_steps,
+                            max_steps=self.a.max_steps, send_reasoning=bool(self.a.send_reasoning),
                             stall_timeout_ms=stall if stall is not None else self.a.chat_stream_stall_timeout_ms)
         plan, refused = plan_turn(ctx, cfg, tools, host, ext_maps)
         chain.options_refused(refused)
+        session = self.a.session
+        if session.max_input_tokens is not None and session.compaction is not None and cfg.messages is None:
+            plan.compact_at_input_tokens = max(1, int(session.max_input_tokens * session.proactive_threshold))
+            plan.compact_history = self.compact_mid_turn
         return plan
+
+    async def compact_mid_turn(self) -> list[dict[str, Any]] | None:
+        """The proactive guard's compaction: the stored history compacted, as model messages (None: unchanged)."""
+        try:
+            changed = await self.compact()
+        except Exception:
+            logger.exception("mid-turn compaction failed (session %s); the turn goes on", self.a.session_id)
+            return None
+        if not changed:
+            return None
+        logger.info("context near its limit: compacted mid-turn (session %s)", self.a.session_id)
+        return to_model_messages(await self.a.store.messages())
 

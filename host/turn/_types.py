@@ -44,6 +44,7 @@ class TurnConfig(_Ctx):
     """before_turn's return: only what you want to change. Callables are honoured from subclasses only."""
 
     model: str | None = None
+    instructions: str | None = None  # Think's current name for `system` (preferred; wins when both are set)
     system: str | None = None
     messages: list[dict[str, Any]] | None = None
     tools: dict[str, Any] | None = None  # extra tools, merged additively (these win on a name collision)
@@ -67,6 +68,28 @@ class TurnConfig(_Ctx):
     provider_options: dict[str, Any] | None = None
     experimental_transform: Any = None  # callable(chunk: dict) -> dict | None, or a list (applied in order)
     output: Any = None  # structured output: a JSON schema dict or a pydantic model class -> response_format
+    # callable(ctx: ToolCallRepairContext) -> {toolName?, input} | None (sync or async): repair a tool call the model
+    # got wrong (unknown tool, unparsable or invalid input) before it fails; None keeps the error (AI SDK's
+    # experimental_repairToolCall)
+    repair_tool_call: Any = None
+
+    @model_validator(mode="after")
+    def _instructions_are_the_system(self) -> "TurnConfig":
+        if self.instructions is not None:
+            self.system = self.instructions
+        return self
+
+
+class ToolCallRepairContext(_Ctx):
+    """What TurnConfig.repair_tool_call sees: the failing call, why it failed, and the tools on offer."""
+
+    tool_call_id: str
+    tool_name: str
+    input: str  # the arguments exactly as the model sent them (a JSON text, perhaps malformed)
+    error: str
+    tools: dict[str, Any] = Field(default_factory=dict)  # name -> JSON schema of its input
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    system: str = ""
 
 
 # ----------------------------------------------------------------------------------------------- beforeStep
@@ -217,6 +240,16 @@ class ChatResponseResult(_Ctx):
     provenance: dict[str, str] = Field(default_factory=dict)
     # what extensions returned from beforeTurn that the host refused: {extension, hook, field, reason} each
     denied: list[TurnConfigDenial] = Field(default_factory=list)
+
+
+class ChatRecoveryContext(_Ctx):
+    """What on_chat_recovery sees before a stalled turn is run again."""
+
+    request_id: str
+    kind: Literal["stream_stall"] = "stream_stall"
+    attempt: int  # 1 for the first recovery
+    max_attempts: int
+    error: str
 
 
 class ChatErrorContext(_Ctx):

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 DEFAULT_DESTRUCTIVE_WORDS: frozenset[str] = frozenset(
     {
         "delete", "remove", "drop", "rm", "rmdir", "unlink", "write", "overwrite", "kill", "truncate",
-        "destroy", "erase", "purge", "wipe", "shred", "shutdown", "terminate",
+        "destroy", "erase", "purge", "wipe", "shred", "shutdown", "terminate", "edit",
     }
 )  # fmt: skip
 

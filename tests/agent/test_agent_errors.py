@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import litellm
@@ -111,6 +112,21 @@ async def test_overflow_recovery_compacts_once_and_retries() -> None:
     assert agent.errors == []
 
 
+async def test_overflow_cancelled_while_classifying_skips_compaction_and_surfaces_the_error() -> None:
+    class CancelledMidClassify(Recovering):
+        def classify_chat_error(self, error, ctx=None):  # type: ignore[no-untyped-def,override]
+            self.cancel_chat(ctx.request_id)
+            return default_context_overflow_classifier(error, ctx)
+
+    async with CancelledMidClassify() as agent:
+        result = await agent.chat("/error context_overflow", request_id="req-overflow")
+        stored = await agent.messages()
+    assert agent.compactions == 0
+    assert result.status == "error" and result.error and "context" in result.error.lower()
+    assert agent.errors[0][1].classification == "context_overflow"
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+
+
 async def test_overflow_recovery_disabled_by_default() -> None:
     class NoRecovery(Failing):
         classify_chat_error = default_context_overflow_classifier
@@ -171,16 +187,57 @@ def test_default_classifier_recognises_wrapped_context_window_errors() -> None:
     assert default_context_overflow_classifier(RuntimeError("rate limit")) is None
 
 
-async def test_stall_watchdog_fails_a_silent_stream() -> None:
-    class Watched(Failing):
-        def configure_session(self, session: Session) -> Session:
-            return session.with_stream_stall_timeout(300)
+class Stalling(Failing):
+    """A 300 ms watchdog; records each recovery it is asked about."""
 
-    async with Watched() as agent:
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.recoveries: list[Any] = []
+
+    def configure_session(self, session: Session) -> Session:
+        return session.with_stream_stall_timeout(300)
+
+    def on_chat_recovery(self, ctx):  # type: ignore[no-untyped-def]
+        self.recoveries.append(ctx)
+
+
+async def test_the_stall_watchdog_is_off_by_default_as_in_think() -> None:
+    assert Failing.chat_stream_stall_timeout_ms == 0
+    async with Failing() as agent:
+        result = await agent.chat("hello\n/stall 400")
+    assert result.status == "completed" and result.message["content"] == "echo: hello"
+
+
+async def test_a_stalled_stream_goes_into_recovery_and_the_turn_completes() -> None:
+    async with Stalling() as agent:
+        result = await agent.chat("recover me\n/stall-once 5000")
+        stored = await agent.messages()
+    assert result.status == "completed" and result.message["content"] == "echo: recover me"
+    assert [(c.kind, c.attempt, c.max_attempts) for c in agent.recoveries] == [("stream_stall", 1, 2)]
+    assert "stalled" in agent.recoveries[0].error
+    assert [(m["role"], m["content"]) for m in stored] == [("user", "recover me\n/stall-once 5000"),
+                                                           ("assistant", "echo: recover me")]
+    assert agent.errors == []
+
+
+async def test_stall_recovery_is_bounded_then_the_turn_ends_with_the_stall_error() -> None:
+    async with Stalling() as agent:
         result = await agent.chat("hello\n/stall 5000")
     assert result.status == "error" and "stalled" in (result.error or "")
+    assert [c.attempt for c in agent.recoveries] == [1, 2]
     assert agent.errors[0][1].stage == "stream"
     assert result.message["content"] == "echo: "
+
+
+async def test_on_chat_recovery_returning_false_ends_the_turn_at_the_first_stall() -> None:
+    class GivingUp(Stalling):
+        def on_chat_recovery(self, ctx):  # type: ignore[no-untyped-def]
+            self.recoveries.append(ctx)
+            return False
+
+    async with GivingUp() as agent:
+        result = await agent.chat("give up\n/stall-once 5000")
+    assert result.status == "error" and len(agent.recoveries) == 1
 
 
 async def test_per_turn_stall_override_disables_the_watchdog() -> None:
@@ -222,3 +279,48 @@ async def test_turn_started_from_on_chat_response_is_allowed() -> None:
         await agent.chat("first")
         texts = [m["content"] for m in await agent.messages()]
     assert texts == ["first", "echo: first", "second", "echo: second"]
+
+
+async def test_proactive_guard_compacts_mid_turn_when_the_last_step_input_neared_the_limit() -> None:
+    class Guarded(Recorder):
+        def configure_session(self, session: Session) -> Session:
+            self.compactions = 0
+
+            def compact(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                self.compactions += 1
+                return [{"role": "user", "content": "summary"}, messages[-1]]
+
+            return session.on_compaction(compact).with_proactive_compaction(40, threshold=0.5)
+
+    async with Guarded() as agent:
+        await agent.chat("a long first message " * 5)
+        assert agent.compactions == 0
+        result = await agent.chat('/tool echo {"msg": "x"}')
+        stored = await agent.messages()
+    assert agent.compactions == 1
+    assert result.status == "completed" and result.message["content"] == "Tool results: echo -> pong: x."
+    step1 = [(m["role"], m.get("content")) for m in requests()[-1]["messages"] if m["role"] != "system"]
+    assert step1[:2] == [("user", "summary"), ("user", '/tool echo {"msg": "x"}')]
+    assert [role for role, _ in step1[2:]] == ["assistant", "tool"]
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "summary"), ("user", '/tool echo {"msg": "x"}'), ("assistant", "Tool results: echo -> pong: x.")]
+
+
+async def test_caller_cancel_while_classifying_keeps_the_partial_and_surfaces_the_error() -> None:
+    classifying = asyncio.Event()
+
+    class SlowClassifier(Recovering):
+        async def classify_chat_error(self, error, ctx=None):  # type: ignore[no-untyped-def,override]
+            classifying.set()
+            await asyncio.sleep(30)
+            return "context_overflow"
+
+    async with SlowClassifier() as agent:
+        task = asyncio.create_task(agent.chat("/error context_overflow"))
+        await asyncio.wait_for(classifying.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+        stored = await agent.messages()
+    assert agent.compactions == 0 and len(agent.errors) == 1
+    assert [m["role"] for m in stored] == ["user", "assistant"]

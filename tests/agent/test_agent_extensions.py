@@ -64,7 +64,7 @@ async def test_extension_block_wins_over_a_subclass_allow(tmp_path: Path) -> Non
     assert result.message["content"] == "Tool results: echo -> blocked by agent-ext."
 
 
-async def test_subclass_substitute_short_circuits_extension_decisions(tmp_path: Path) -> None:
+async def test_subclass_substitute_stands_over_an_extension_block_which_still_runs(tmp_path: Path) -> None:
     path = manifest(tmp_path, "--block-tool", "echo", hooks={"beforeToolCall": {"decisions": True}})
 
     class Substituting(Recorder):
@@ -74,7 +74,40 @@ async def test_subclass_substitute_short_circuits_extension_decisions(tmp_path: 
     async with Substituting(extensions=[path], sandbox="off") as agent:
         result = await agent.chat('/tool echo {"msg": "a"}')
     assert result.message["content"] == "Tool results: echo -> cached."
-    assert not any(e.hook == "beforeToolCall" for e in result.trace)
+    assert agent.executions == []
+    assert [(e.hook, e.extension, e.outcome) for e in result.trace if e.hook == "beforeToolCall"] == [
+        ("beforeToolCall", "agent-ext", "denied")]
+
+
+async def test_extension_before_tool_call_sees_the_subclass_substituted_input(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    path = manifest(tmp_path, "--observe", permissions={"workspace": "read-write"})
+
+    class Rewriting(Recorder):
+        def before_tool_call(self, ctx):  # type: ignore[no-untyped-def]
+            return {"action": "allow", "input": {"msg": "rewritten"}}
+
+    async with Rewriting(extensions=[path], workspace=ws, sandbox="off") as agent:
+        result = await agent.chat('/tool echo {"msg": "hi"}')
+    assert json.loads((ws / "beforeToolCall.json").read_text())["input"] == {"msg": "rewritten"}
+    assert agent.executions == [("echo", "rewritten")]
+    assert result.message["content"] == "Tool results: echo -> pong: rewritten."
+
+
+async def test_extension_before_tool_call_is_dispatched_after_a_subclass_block(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    path = manifest(tmp_path, "--observe", permissions={"workspace": "read-write"})
+
+    class Blocking(Recorder):
+        def before_tool_call(self, ctx):  # type: ignore[no-untyped-def]
+            return {"action": "block", "reason": "no echo today"}
+
+    async with Blocking(extensions=[path], workspace=ws, sandbox="off") as agent:
+        result = await agent.chat('/tool echo {"msg": "hi"}')
+    seen = json.loads((ws / "beforeToolCall.json").read_text())
+    assert (seen["toolName"], seen["input"]) == ("echo", {"msg": "hi"})
+    assert agent.executions == []
+    assert result.message["content"] == "Tool results: echo -> no echo today."
 
 
 async def test_extension_observes_tool_step_and_chunk_snapshots(tmp_path: Path) -> None:

@@ -173,3 +173,23 @@ async def test_async_tool_and_parallel_calls_in_one_step() -> None:
         result = await agent.chat('/tool add {"a": 1, "b": 2}\n/tool add {"a": 3, "b": 4}')
     assert result.message["content"] == "Tool results: add -> 3; add -> 7."
     assert sorted(r.output for r in agent.results) == [3, 7]
+
+
+async def test_an_async_tool_returning_an_async_iterable_gives_its_last_value() -> None:
+    async def countdown(n: int):  # type: ignore[no-untyped-def]
+        for i in range(n, 0, -1):
+            yield f"t-{i}"
+
+    @tool(description="counts down")
+    async def count(n: int):  # type: ignore[no-untyped-def]
+        return countdown(n)
+
+    class Counting(Deciding):
+        def get_tools(self):  # type: ignore[no-untyped-def]
+            return {"count": count}
+
+    async with Counting(None) as agent:
+        result = await agent.chat('/tool count {"n": 3}')
+    assert tool_part(result)["output"] == "t-1"
+    assert agent.results[0].output == "t-1"
+    assert result.message["content"] == "Tool results: count -> t-1."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_helpers import Recorder
+from agent_helpers import Recorder, requests
 from pydantic import BaseModel
 
 from host import Session, tool
@@ -37,7 +37,7 @@ def test_tool_schema_from_the_signature_and_docstring() -> None:
                               "required": ["a"]}
 
 
-async def test_bridge_send_message_from_inside_a_turn_queues_a_follow_up_turn() -> None:
+async def test_bridge_send_message_from_inside_a_turn_appends_for_the_next_turn_without_running_one() -> None:
     class Queuing(Recorder):
         queued: list[str] = []
 
@@ -49,9 +49,15 @@ async def test_bridge_send_message_from_inside_a_turn_queues_a_follow_up_turn() 
         agent.queued = []
         await agent.chat("first")
         await agent.wait_idle()
+        after_first = [m["content"] for m in await agent.messages()]
+        turns_after_first = agent.names().count("on_chat_response")
+        await agent.chat("second")
         stored = await agent.messages()
-    assert [m["content"] for m in stored] == ["first", "echo: first", "follow-up", "echo: follow-up"]
+    assert after_first == ["first", "echo: first", "follow-up"] and turns_after_first == 1
     assert stored[2]["id"] == agent.queued[0]
+    assert [m["content"] for m in stored] == ["first", "echo: first", "follow-up", "second", "echo: second"]
+    sent = [(m["role"], m["content"]) for m in requests()[-1]["messages"] if m["role"] != "system"]
+    assert sent[-2:] == [("user", "follow-up"), ("user", "second")]
 
 
 async def test_bridge_messages_context_and_session_info(tmp_path: Path) -> None:
@@ -99,3 +105,25 @@ def test_a_tool_whose_signature_cannot_receive_the_input_is_refused_when_declare
     assert str(info.value) == ("tool 'broken': the function's parameters (a, b) cannot receive the input: take one "
                                "parameter for the input dict (def broken(args)), or one keyword parameter per "
                                "property (text)")
+
+
+async def test_bridge_semantics_as_think_missing_file_none_limit_zero_empty_delete_true_then_false(
+        tmp_path: Path) -> None:
+    import yaml
+
+    fixture = Path(__file__).parent / "fixtures" / "bridge_probe_ext.py"
+    manifest = tmp_path / "probe.yaml"
+    manifest.write_text(yaml.safe_dump({
+        "name": "probe-ext", "version": "1.0.0", "command": ["python", str(fixture)],
+        "permissions": {"workspace": "read-write", "messages": "read"},
+    }))
+    async with Recorder(extensions=[manifest], workspace=tmp_path / "ws", sandbox="off") as agent:
+        await agent.chat("hello")
+        result = await agent.chat("/tool probe_ext_probe {}")
+    part = next(p for p in result.message["parts"] if p.get("toolCallId"))
+    assert part["state"] == "output-available", part
+    assert part["output"] == {
+        "missing": None, "limitZero": [], "limitNegative": [], "lastOne": ["user"],
+        "all": ["user", "assistant", "user"], "deleteFirst": True, "deleteAgain": False,
+    }
+    assert not (tmp_path / "ws" / "doomed.txt").exists()

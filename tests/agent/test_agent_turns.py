@@ -49,18 +49,21 @@ async def test_cancel_chat_aborts_by_request_id() -> None:
 async def test_continue_last_turn_without_an_assistant_message_is_skipped() -> None:
     async with Recorder() as agent:
         result = await agent.continue_last_turn()
-    assert result.status == "skipped" and result.continuation is True
+    assert result.status == "skipped" and result.continuation is True and result.request_id == ""
     assert agent.events == [] and requests() == []
 
 
-async def test_continue_last_turn_extends_the_last_assistant_message() -> None:
+async def test_continue_last_turn_saves_a_new_assistant_message() -> None:
     async with Recorder() as agent:
         first = await agent.chat("hi")
         cont = await agent.continue_last_turn()
         stored = await agent.messages()
-    assert cont.status == "completed" and cont.continuation is True
-    assert cont.message["id"] == first.message["id"]
-    assert len(stored) == 2 and stored[-1]["parts"].count({"type": "step-start"}) == 2
+    assert cont.status == "completed" and cont.continuation is True and cont.request_id.startswith("req")
+    assert cont.message["id"] != first.message["id"]
+    assert [(m["role"], m["id"]) for m in stored] == [
+        ("user", stored[0]["id"]), ("assistant", first.message["id"]), ("assistant", cont.message["id"])]
+    assert stored[1]["content"] == "echo: hi" and stored[1]["parts"].count({"type": "step-start"}) == 1
+    assert stored[2]["content"] == cont.message["content"] != ""
 
 
 async def test_three_rapid_turns_run_one_at_a_time_in_order() -> None:
@@ -122,3 +125,31 @@ async def test_pending_submission_is_finished_after_a_restart(tmp_path: Path) ->
     assert stored[:2] == ["before", "echo: before"]
     assert stored.count("durable work") == 1 and stored[-1] == "echo: durable work"
     assert pending == []
+
+
+async def test_save_messages_function_form_gets_the_transcript_and_appends_what_it_returns() -> None:
+    seen: list[list[str]] = []
+
+    def add_question(current):  # type: ignore[no-untyped-def]
+        seen.append([m["content"] for m in current])
+        return [*current, {"role": "user", "content": "and now?"}]
+
+    async with Recorder() as agent:
+        await agent.chat("hi")
+        result = await agent.save_messages(add_question)
+        stored = await agent.messages()
+    assert seen == [["hi", "echo: hi"]]
+    assert result.status == "completed"
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "hi"), ("assistant", "echo: hi"), ("user", "and now?"), ("assistant", "echo: and now?")]
+
+
+async def test_save_messages_async_function_that_drops_messages_replaces_the_transcript() -> None:
+    async def keep_last_question(current):  # type: ignore[no-untyped-def]
+        return [{"role": "user", "content": "fresh start"}]
+
+    async with Recorder() as agent:
+        await agent.chat("hi")
+        await agent.save_messages(keep_last_question)
+        stored = await agent.messages()
+    assert [(m["role"], m["content"]) for m in stored] == [("user", "fresh start"), ("assistant", "echo: fresh start")]

@@ -407,10 +407,24 @@ async def test_deleting_a_symlink_removes_the_link_not_its_target(env: Env) -> N
     assert not (env.workspace / "link").is_symlink()  # type: ignore[operator]
 
 
-async def test_read_of_a_missing_file_is_not_found(env: Env) -> None:
+async def test_read_of_a_missing_file_answers_missing_not_an_error(env: Env) -> None:
     md = env.extension(workspace="read")
-    code, _ = await _code(env.stub.ReadFile(pb.ReadFileRequest(session_id=SESSION, path="nope.txt"), metadata=md))
-    assert code == grpc.StatusCode.NOT_FOUND
+    reply = await env.stub.ReadFile(pb.ReadFileRequest(session_id=SESSION, path="nope.txt"), metadata=md)
+    assert reply.missing is True and reply.content == b""
+
+
+async def test_read_in_a_missing_directory_answers_missing(env: Env) -> None:
+    md = env.extension(workspace="read")
+    reply = await env.stub.ReadFile(pb.ReadFileRequest(session_id=SESSION, path="no/such/file"), metadata=md)
+    assert reply.missing is True
+
+
+async def test_get_messages_with_a_limit_of_zero_is_empty_and_without_a_limit_is_all(env: Env) -> None:
+    md = env.extension(messages="read")
+    none = await env.stub.GetMessages(pb.GetMessagesRequest(session_id=SESSION, limit=0, limited=True), metadata=md)
+    every = await env.stub.GetMessages(pb.GetMessagesRequest(session_id=SESSION), metadata=md)
+    assert json.loads(none.messages_json) == []
+    assert [m["id"] for m in json.loads(every.messages_json)] == ["m1", "m2"]
 
 
 async def test_write_over_the_size_cap_is_refused(env: Env) -> None:

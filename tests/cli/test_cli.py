@@ -124,3 +124,96 @@ def test_doctor_shows_the_egress_proxy_layer() -> None:
     assert proc.returncode == 0, proc.stderr
     mark = "yes" if state["available"] else "NO "
     assert f"  {mark}  egress_proxy       {state['detail']}\n" in proc.stdout
+
+
+class _Chat:
+    """`hookwire chat` as a live subprocess: write lines, wait for output, send signals."""
+
+    def __init__(self, *args: str) -> None:
+        import threading
+
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        self.proc = subprocess.Popen([HOOKWIRE, "chat", "--no-trace", "--sandbox", "off", *args], cwd=ROOT, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.out = ""
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while ch := self.proc.stdout.read(1):
+            self.out += ch
+
+    def wait_for(self, text: str, count: int = 1, timeout: float = 60) -> None:
+        import time
+
+        end = time.monotonic() + timeout
+        while self.out.count(text) < count:
+            assert time.monotonic() < end, f"no {text!r} (x{count}) in {self.out!r}"
+            time.sleep(0.05)
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+
+def _stored_roles(store: str, session: str) -> list[tuple[str, str]]:
+    check = f"""
+import asyncio, json
+from host import MessageStore
+async def main():
+    store = MessageStore({store!r})
+    print(json.dumps([(m["role"], m["content"]) for m in await store.messages({session!r})]))
+    await store.close()
+asyncio.run(main())
+"""
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60).stdout
+    return [tuple(pair) for pair in json.loads(out)]
+
+
+def test_chat_ctrl_c_mid_turn_aborts_the_turn_and_the_chat_goes_on(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    store = str(tmp_path / "chat.db")
+    chat = _Chat("--store", store, "--session", "s", "--workspace", str(tmp_path / "ws"))
+    chat.wait_for("you> ")
+    chat.send("/stall 30000")
+    chat.wait_for("assistant> ")
+    time.sleep(1.0)  # the turn is in the model's stall
+    chat.proc.send_signal(signal.SIGINT)
+    chat.wait_for("[turn aborted]", timeout=20)
+    chat.wait_for("you> ", count=2)
+    chat.send("after")
+    chat.wait_for("echo: after")
+    chat.send("/quit")
+    assert chat.proc.wait(timeout=60) == 0
+    assert _stored_roles(store, "s") == [("user", "/stall 30000"), ("assistant", ""), ("user", "after"),
+                                         ("assistant", "echo: after")]
+
+
+def test_chat_ctrl_c_at_the_idle_prompt_exits_at_once(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    chat = _Chat("--store", str(tmp_path / "chat.db"), "--workspace", str(tmp_path / "ws"))
+    chat.wait_for("you> ")
+    started = time.monotonic()
+    chat.proc.send_signal(signal.SIGINT)  # stdin stays open: nothing but the signal ends the prompt
+    assert chat.proc.wait(timeout=30) == 130
+    assert time.monotonic() - started < 10
+
+
+def test_run_is_one_shot_a_fresh_session_each_time_unless_session_is_given(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = str(tmp_path / "s.db")
+    common = ("--store", store, "--workspace", str(tmp_path / "ws"), "--sandbox", "off", "--no-trace")
+    for args in (("one",), ("two",), ("three", "--session", "kept")):
+        proc = hookwire("run", *args, *common)
+        assert proc.returncode == 0, proc.stderr
+    with sqlite3.connect(store) as db:
+        counts = dict(db.execute("SELECT session_id, count(*) FROM messages GROUP BY session_id").fetchall())
+    assert counts.pop("kept") == 2
+    assert sorted(counts.values()) == [2, 2] and all(sid.startswith("run") for sid in counts)

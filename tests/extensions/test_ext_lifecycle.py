@@ -192,3 +192,12 @@ async def test_unload_during_a_tool_call_raises_unloaded(manager: ExtensionManag
     await manager.unload("test-tools")
     with pytest.raises(ExtensionUnloadedError, match="has been unloaded"):
         await asyncio.wait_for(call, 10)
+
+
+async def test_load_reports_the_manifest_version_and_the_extensions_own_apart(
+        manager: ExtensionManager, tmp_path: Path) -> None:
+    path = write_manifest(tmp_path, "versioned", "hooks_ext.py", "--mode", "ok", "--name", "versioned",
+                          version="4.5.6")
+    info = await manager.load(path)
+    assert (info.version, info.extension_version) == ("4.5.6", "0.1.0")
+    assert [(i.version, i.extension_version) for i in manager.extensions()] == [("4.5.6", "0.1.0")]

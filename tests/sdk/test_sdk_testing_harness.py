@@ -30,7 +30,8 @@ def _notes_extension() -> Extension:
 
     @ext.tool(description="Reads a note (sync, through host.sync)")
     def read_note(args: dict, host):
-        return host.sync.read_file(args["path"]).decode()
+        data = host.sync.read_file(args["path"])  # None: no such file (Think's readFile -> null)
+        return None if data is None else data.decode()
 
     @ext.tool(description="Who is calling")
     async def whoami(args: dict) -> list[str]:
@@ -167,10 +168,9 @@ async def test_a_sync_tool_reads_a_preset_file_through_host_sync() -> None:
     assert h.host.calls == [BridgeCall("ReadFile", "test-session", "notes/today.md")]
 
 
-async def test_a_missing_file_is_not_found_as_on_the_host() -> None:
+async def test_a_missing_file_reads_as_none_as_on_the_host() -> None:
     async with ExtensionHarness(_notes_extension()) as h:
-        with pytest.raises(ToolFailed, match="NOT_FOUND: ReadFile: no 'nope.md' in the workspace"):
-            await h.call_tool("read_note", {"path": "nope.md"})
+        assert await h.call_tool("read_note", {"path": "nope.md"}) is None
 
 
 async def test_a_path_out_of_the_workspace_is_permission_denied() -> None:

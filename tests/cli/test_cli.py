@@ -189,8 +189,10 @@ def test_chat_ctrl_c_mid_turn_aborts_the_turn_and_the_chat_goes_on(tmp_path: Pat
     chat.wait_for("echo: after")
     chat.send("/quit")
     assert chat.proc.wait(timeout=60) == 0
-    assert _stored_roles(store, "s") == [("user", "/stall 30000"), ("assistant", ""), ("user", "after"),
-                                         ("assistant", "echo: after")]
+    stored = _stored_roles(store, "s")
+    # the aborted turn keeps what had streamed when Ctrl-C came: nothing yet, or the scripted model's first token
+    assert stored[1] in (("assistant", ""), ("assistant", "echo: "))
+    assert stored[:1] + stored[2:] == [("user", "/stall 30000"), ("user", "after"), ("assistant", "echo: after")]
 
 
 def test_chat_ctrl_c_at_the_idle_prompt_exits_at_once(tmp_path: Path) -> None:

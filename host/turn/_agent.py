@@ -407,7 +407,7 @@ class Agent:
 
     def _on_trace(self, event: TraceEvent) -> None:
         turn = self._turn
-        if turn is not None and event.request_id in ("", turn.request_id):
+        if turn is not None and event.request_id == turn.request_id:  # events of no turn are not this turn's
             turn.trace.append(event)
 
 

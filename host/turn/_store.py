@@ -65,6 +65,18 @@ CREATE TABLE IF NOT EXISTS meta (
 T = TypeVar("T")
 
 
+def strict_json(value: Any) -> str:
+    """JSON text any strict reader accepts: NaN/Infinity raise ValueError (never stored as bare NaN); strings with
+    lone surrogates (which UTF-8 cannot hold) are written with them escaped."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return text
+
+
 def _check_message(session_id: str, message: Any) -> tuple[str, str, str]:
     if not isinstance(message, dict):
         raise StoreError(f"message for session {session_id!r} must be a dict, got {type(message).__name__}")
@@ -74,7 +86,7 @@ def _check_message(session_id: str, message: Any) -> tuple[str, str, str]:
     if not isinstance(role, str) or not role:
         raise StoreError(f"message {msg_id!r} in session {session_id!r} needs a non-empty string 'role'")
     try:
-        data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        data = strict_json(message)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"message {msg_id!r} in session {session_id!r} is not JSON-serializable: {exc}") from exc
     return msg_id, role, data
@@ -261,7 +273,7 @@ class MessageStore:
     async def record_submission(self, session_id: str, submission_id: str, payload: dict[str, Any]) -> None:
         """Record a durable submission with status "pending" (recording the same id again is a no-op)."""
         try:
-            data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+            data = strict_json(payload)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"submission {submission_id!r} payload is not JSON-serializable: {exc}") from exc
 
@@ -352,7 +364,7 @@ class MessageStore:
     async def set_meta(self, session_id: str, meta: dict[str, Any]) -> None:
         """Replace the session's metadata dict."""
         try:
-            data = json.dumps(meta, separators=(",", ":"), ensure_ascii=False)
+            data = strict_json(meta)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"metadata of session {session_id!r} is not JSON-serializable: {exc}") from exc
 

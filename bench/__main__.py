@@ -23,11 +23,22 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from . import chunks, cold_start, egress_proxy, hook_rtt, scaling, streamed_turn, tool_vs_mcp, turn_overhead  # noqa: E402
+from . import (  # noqa: E402
+    chunks,
+    cold_start,
+    egress_proxy,
+    history,
+    hook_rtt,
+    scaling,
+    streamed_turn,
+    tool_vs_mcp,
+    turn_overhead,
+)
 from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
-    m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling, egress_proxy)
+    m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling, egress_proxy,
+                                   history)
 }
 #: Which result keys each benchmark writes (for the table's order and the missing-key check).
 KEYS: dict[str, tuple[str, ...]] = {
@@ -39,6 +50,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "turn_overhead": ("turn_overhead_ms_5ext", "turn_overhead_ratio_5ext"),
     "scaling": ("concurrent_turns_per_s", "concurrent_turn_p99_ms", "overhead_ms_by_ext_count"),
     "egress_proxy": ("egress_proxy_overhead_ms", "egress_proxy_ratio"),
+    "history": ("host_ms_per_turn_10_msgs", "host_ms_per_turn_500_msgs", "loop_lag_p99_ms", "loop_lag_max_ms"),
 }
 
 

@@ -83,6 +83,10 @@ GOALS: dict[str, Goal] = {
     "overhead_ms_by_ext_count": Goal("info", text="linear, no cliff"),
     "egress_proxy_overhead_ms": Goal("info"),
     "egress_proxy_ratio": Goal("info"),
+    "host_ms_per_turn_10_msgs": Goal("info"),
+    "host_ms_per_turn_500_msgs": Goal("info", text="~ the 10-message figure"),
+    "loop_lag_p99_ms": Goal("info"),
+    "loop_lag_max_ms": Goal("<=", 150),
 }
 
 

@@ -37,7 +37,7 @@ test: setup node-deps proto-check
 # The soak test for minutes (HOOKWIRE_SOAK_SECONDS, default 180; `make test` runs it for 20 s).
 SOAK_SECONDS ?= 180
 soak: setup
-	HOOKWIRE_SOAK_SECONDS=$(SOAK_SECONDS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -s tests/soak
+	HOOKWIRE_SOAK_SECONDS=$(SOAK_SECONDS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 tests/soak
 
 demo: setup node-deps
 	$(PY) -m host.cli demo

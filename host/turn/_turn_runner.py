@@ -276,7 +276,7 @@ class TurnRunner:
             for event in withhold_shadowing(tools, self.extension_tools(), owners, chain.turn.request_id):
                 logger.error("session %s: %s: withheld from this turn", self.a.session_id, event.detail)
                 self.a._on_trace(event)
-        history = await self.a.store.messages()
+        history = await self.a.store.transcript()  # read-only, kept decoded between turns
         ctx = TurnContext(
             system=await self.system(),
             messages=to_model_messages(history),

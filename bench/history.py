@@ -65,8 +65,9 @@ async def _per_turn_ms(cfg: Config, store: Path) -> tuple[float, float]:
 
 
 async def _loop_lag(cfg: Config) -> tuple[float, float, int]:
-    """(p99 ms, max ms, samples) of timer lateness while SESSIONS agents run turns concurrently, GC on."""
+    """(p99 ms, max ms, samples) of timer lateness while SESSIONS agents (10 with --quick) run turns, GC on."""
     waves = cfg.n(4, 1)
+    sessions = cfg.n(SESSIONS, 10)
     mgr = await all_hook_manager(cfg, 3, "lag")
     lags: list[float] = []
     stop = asyncio.Event()
@@ -79,7 +80,7 @@ async def _loop_lag(cfg: Config) -> tuple[float, float, int]:
             lags.append(max(0.0, loop.time() - t0 - TICK_S))
 
     try:
-        agents = [BenchAgent(manager=mgr, session_id=f"lag-{i}") for i in range(SESSIONS)]
+        agents = [BenchAgent(manager=mgr, session_id=f"lag-{i}") for i in range(sessions)]
         for agent in agents:
             await agent.start()
         try:

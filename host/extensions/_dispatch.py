@@ -408,6 +408,17 @@ class Dispatcher:
         if waits:
             await asyncio.gather(*waits)
 
+    def context_of(self, record: bytes) -> CallContext | None:
+        """The turn a context record names (its observations' acknowledgement may come as the turn's flush ends)."""
+        known = self.ledger.context(record)
+        if known is not None:
+            return known
+        try:
+            ctx = pb.ObservationBatch.FromString(record).context
+        except Exception:  # noqa: BLE001 - a record this host made; be safe anyway
+            return None
+        return CallContext(session_id=ctx.session_id, request_id=ctx.request_id) if ctx.request_id else None
+
     def _report_lost(self, ext: ExtensionRuntime, lost: int, context: CallContext | None) -> None:
         detail = (f"{lost} observation(s) of this turn lost: its connection broke before they were handled, "
                   "or it was not running")

@@ -87,3 +87,16 @@ async def test_tool_output_nan_infinity_and_lone_surrogates_are_converted_and_lo
     assert rows and all(strict_loads(row) for row in rows)
     record("tool output NaN/Infinity/lone surrogate", "null and U+FFFD, logged; store strict JSON",
            "2 non-finite -> null, 1 surrogate -> U+FFFD")
+
+
+async def test_an_observation_error_is_listed_in_the_turn_it_observed(tmp_path: Path, record: Record) -> None:
+    async with host(tmp_path, mode(tmp_path, "obs_raise")) as agent:
+        first = await agent.chat("hello")
+        second = await agent.chat("again")
+    for result in (first, second):
+        assert result.failed_open == ["misbehave"]
+        assert result.failed_open_reasons == {"misbehave": ["error"]}
+        errors = [e for e in result.trace if e.extension == "misbehave" and e.outcome == "error"]
+        assert errors and all(e.request_id == result.request_id and "observer broke" in e.detail for e in errors)
+    record("observation error", "listed in the turn it observed, reason error",
+           f"{first.failed_open_reasons}, {second.failed_open_reasons}")

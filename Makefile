@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 NODE_EXT := sample_extensions/node_echo
 
-.PHONY: setup proto proto-check test test-fast demo bench bench-quick node-deps postgres clean
+.PHONY: setup proto proto-check test test-fast soak demo bench bench-quick node-deps postgres clean
 
 setup: $(VENV)/.installed
 
@@ -43,6 +43,11 @@ proto-check: setup
 
 test: setup node-deps postgres proto-check
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The soak test for minutes (HOOKWIRE_SOAK_SECONDS, default 180; `make test` runs it for 20 s).
+SOAK_SECONDS ?= 180
+soak: setup
+	HOOKWIRE_SOAK_SECONDS=$(SOAK_SECONDS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 tests/soak
 
 demo: setup node-deps
 	$(PY) -m host.cli demo

@@ -23,13 +23,23 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from . import chunks, cold_start, egress_proxy, hook_rtt, scaling, streamed_turn, tool_vs_mcp, turn_overhead  # noqa: E402
-from . import scale_topology  # noqa: E402
+from . import (  # noqa: E402
+    chunks,
+    cold_start,
+    egress_proxy,
+    history,
+    hook_rtt,
+    scale_topology,
+    scaling,
+    streamed_turn,
+    tool_vs_mcp,
+    turn_overhead,
+)
 from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
     m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling, egress_proxy,
-                        scale_topology)
+                        history, scale_topology)
 }
 #: Benchmarks a --quick run leaves out (they start a database and several processes): run them with --only.
 NOT_QUICK = {scale_topology.NAME}
@@ -45,6 +55,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "egress_proxy": ("egress_proxy_overhead_ms", "egress_proxy_ratio"),
     "scale_topology": ("topology_turns_per_s", "topology_turn_p99_ms", "single_sqlite_turns_per_s",
                        "single_sqlite_turn_p99_ms"),
+    "history": ("host_ms_per_turn_10_msgs", "host_ms_per_turn_500_msgs", "loop_lag_p99_ms", "loop_lag_max_ms"),
 }
 
 

@@ -87,6 +87,10 @@ GOALS: dict[str, Goal] = {
     "topology_turn_p99_ms": Goal("info"),
     "single_sqlite_turns_per_s": Goal("info"),
     "single_sqlite_turn_p99_ms": Goal("info"),
+    "host_ms_per_turn_10_msgs": Goal("info"),
+    "host_ms_per_turn_500_msgs": Goal("info", text="~ the 10-message figure"),
+    "loop_lag_p99_ms": Goal("info"),
+    "loop_lag_max_ms": Goal("<=", 150),
 }
 
 

@@ -62,8 +62,17 @@ def _as_plain(value: Any) -> Any:
 
 def encode_json(value: Any) -> str:
     """JSON-encode a handler's value (see `_fallback` for what beyond plain JSON converts); raises
-    `UnconvertibleValue` naming what has no JSON form."""
-    return json.dumps(value, default=_fallback, ensure_ascii=False)
+    `UnconvertibleValue` naming what has no JSON form.
+
+    A value holding lone surrogates ("\\udcff", which no UTF-8 protobuf string can carry) is sent with them escaped
+    (ASCII JSON); the host decides what to make of them."""
+    text = json.dumps(value, default=_fallback, ensure_ascii=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(value, default=_fallback, ensure_ascii=True)
+    return text
 
 
 # ------------------------------------------------------------------------------------------------

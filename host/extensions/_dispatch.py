@@ -61,7 +61,7 @@ from ._snapshots import (
     TurnSnapshot,
 )
 from ._state import ExtensionRuntime
-from ._trace import Tracer, bounded
+from ._trace import Tracer, bounded, reason_of_state
 from ._turn_config_policy import MAP_FIELDS, TurnConfigDenial, merge_options, provider_of, screen_reply
 
 log = logging.getLogger("hookwire.extensions")
@@ -85,6 +85,7 @@ class Failure:
     outcome: Literal["timeout", "error"]
     detail: str
     ms: float
+    reason: str = ""  # "restarting" or "quarantined" when the extension was not called because of its state
 
 
 HookCall = Callable[[ExtensionRuntime, str, pb.HostFrame, "CallContext | None", "float | None"],
@@ -112,7 +113,8 @@ async def call_hook(ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, conte
     t0 = time.perf_counter()
     conn = ext.conn
     if conn is None or ext.state != "running":
-        return Failure("error", f"extension is {ext.state}", 0.0)
+        state = unavailable_state(ext)
+        return Failure("error", f"extension is {state}", 0.0, reason_of_state(state))
     wait = hook_timeout(ext, hook, deadline, asyncio.get_running_loop().time())
     if isinstance(wait, Failure):
         return wait
@@ -132,6 +134,12 @@ async def call_hook(ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, conte
     if reply.WhichOneof("body") != frame.WhichOneof("body"):
         return Failure("error", f"reply rejected: not a {hook} reply (field body)", (time.perf_counter() - t0) * 1000)
     return Reply(reply, (time.perf_counter() - t0) * 1000)
+
+
+def unavailable_state(ext: ExtensionRuntime) -> str:
+    """What to call an extension that cannot take a call: its state, or "restarting" while a crash is being
+    handled (the connection is already gone, the state not yet changed)."""
+    return "restarting" if ext.state == "running" else ext.state
 
 
 # -- the rules, written once ---------------------------------------------------------------------------
@@ -166,7 +174,7 @@ def first_by_precedence(decisions: Sequence[ExtensionDecision | None]) -> Extens
 
 
 def fail_decision(ext: ExtensionRuntime, tool: str, outcome: str, detail: str, ms: float,
-                  context: CallContext | None, trace: Tracer) -> ExtensionDecision | None:
+                  context: CallContext | None, trace: Tracer, reason: str = "") -> ExtensionDecision | None:
     """A decider failed (timeout, error, invalid answer): block if its policy is `failure: closed`, else None."""
     hook = "beforeToolCall"
     if ext.manifest.hook_policy(hook).failure == "closed":
@@ -176,7 +184,8 @@ def fail_decision(ext: ExtensionRuntime, tool: str, outcome: str, detail: str, m
         trace(hook, ext.name, "failed_closed", latency_ms=ms, detail=detail, context=context)
         return ExtensionDecision(action="block", reason=reason, extension=ext.name, failed_closed=True)
     log.warning("extension %r beforeToolCall failed (%s): %s; failing open", ext.name, outcome, detail)
-    trace(hook, ext.name, "failed_open", latency_ms=ms, detail=f"{outcome}: {detail}", context=context)
+    trace(hook, ext.name, "failed_open", latency_ms=ms, detail=f"{outcome}: {detail}", context=context,
+          reason=reason or outcome)
     return None
 
 
@@ -195,12 +204,15 @@ async def merge_before_turn(subs: Sequence[ExtensionRuntime], snapshot: TurnSnap
     provider = provider_of(snapshot.model_id)
     for ext in list(subs):
         if ext.state != "running":
-            trace("beforeTurn", ext.name, "skipped", detail=f"extension is {ext.state}", context=context)
+            state = ext.state
+            log.warning("extension %r beforeTurn skipped: extension is %s", ext.name, state)
+            trace("beforeTurn", ext.name, "skipped", detail=f"extension is {state}", context=context,
+                  reason=reason_of_state(state))
             continue
         req = pb.BeforeTurnRequest(context=ctx, snapshot=turn_to_proto(snapshot, system, tool_names))
         answer = await call(ext, "beforeTurn", pb.HostFrame(before_turn=req), context, deadline)
         if isinstance(answer, Failure):
-            trace.hook_failed(ext.name, "beforeTurn", answer.outcome, answer.detail, answer.ms, context)
+            trace.hook_failed(ext.name, "beforeTurn", answer.outcome, answer.detail, answer.ms, context, answer.reason)
             continue
         resp, ms = answer.frame.before_turn, answer.ms
         if resp.HasField("error"):
@@ -243,7 +255,8 @@ async def decide_one(ext: ExtensionRuntime, ctx: pb.CallContext, snap: pb.ToolCa
         e = answer.frame.before_tool_call.error
         answer = Failure("error", f"{e.name}: {e.message}", answer.ms)
     if isinstance(answer, Failure):
-        return fail_decision(ext, snap.tool_name, answer.outcome, answer.detail, answer.ms, context, trace)
+        return fail_decision(ext, snap.tool_name, answer.outcome, answer.detail, answer.ms, context, trace,
+                             answer.reason)
     resp, ms = answer.frame.before_tool_call, answer.ms
     if not resp.HasField("decision"):
         trace(hook, ext.name, "ok", latency_ms=ms, context=context)
@@ -385,7 +398,7 @@ class Dispatcher:
                 self._report_lost(ext, lost, context)
             if skipped is not None:
                 if skipped:
-                    self._trace("observe", ext.name, "skipped", context=context,
+                    self._trace("observe", ext.name, "skipped", context=context, reason="timeout",
                                 detail=f"{skipped} later observation(s) of this turn not sent (detached: stalled)")
                 continue
             conn = ext.conn
@@ -395,11 +408,23 @@ class Dispatcher:
         if waits:
             await asyncio.gather(*waits)
 
+    def context_of(self, record: bytes) -> CallContext | None:
+        """The turn a context record names (its observations' acknowledgement may come as the turn's flush ends)."""
+        known = self.ledger.context(record)
+        if known is not None:
+            return known
+        try:
+            ctx = pb.ObservationBatch.FromString(record).context
+        except Exception:  # noqa: BLE001 - a record this host made; be safe anyway
+            return None
+        return CallContext(session_id=ctx.session_id, request_id=ctx.request_id) if ctx.request_id else None
+
     def _report_lost(self, ext: ExtensionRuntime, lost: int, context: CallContext | None) -> None:
         detail = (f"{lost} observation(s) of this turn lost: its connection broke before they were handled, "
                   "or it was not running")
         log.warning("extension %r: %s", ext.name, detail)
-        self._trace("observe", ext.name, "failed_open", detail=detail, context=context)
+        self._trace("observe", ext.name, "failed_open", detail=detail, context=context,
+                    reason=reason_of_state(unavailable_state(ext)) if ext.conn is None else "error")
 
     def observer_stalled(self, ext: ExtensionRuntime, waited_s: float) -> None:
         """The connection saw no acknowledgement for timeouts.hookMs: detach the observer from the turns waiting."""
@@ -409,7 +434,7 @@ class Dispatcher:
         ms = ext.manifest.timeouts.hook_ms
         for record in conn.pending_contexts():
             if self.ledger.active(record) and self.ledger.detach(ext.name, record):
-                self._trace("observe", ext.name, "failed_open", context=self.ledger.context(record),
+                self._trace("observe", ext.name, "failed_open", context=self.ledger.context(record), reason="timeout",
                             detail=f"stalled: observations not acknowledged within {ms} ms (timeouts.hookMs); "
                                    "detached for the rest of this turn")
 
@@ -430,7 +455,7 @@ class Dispatcher:
             why = (f"stalled: observations not acknowledged within {timeout * 1000:.0f} ms (timeouts.hookMs)"
                    if outcome == "stalled" else f"observations not acknowledged within {timeout * 1000:.0f} ms")
             log.warning("extension %r: %s; the turn goes on without it", ext.name, why)
-            self._trace("observe", ext.name, "failed_open", latency_ms=ms, detail=why, context=context)
+            self._trace("observe", ext.name, "failed_open", latency_ms=ms, detail=why, context=context, reason="timeout")
             return
         self._flush_marks[ext.name] = (sent, dropped)
         unhandled, why = unhandled_since(self._unhandled_marks, ext.name, conn.acks)

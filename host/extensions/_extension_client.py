@@ -184,7 +184,7 @@ class ExtensionConnection:
         *,
         credentials: grpc.ChannelCredentials | None = None,
         channel_options: list[tuple[str, Any]] | None = None,
-        on_observation_error: Callable[[pb.HookError], None] | None = None,
+        on_observation_error: Callable[[pb.HookError, bytes | None], None] | None = None,
         on_lost: Callable[[str], None] | None = None,
         on_stalled: Callable[[float], None] | None = None,
         observe_timeout_s: float = 5.0,
@@ -484,10 +484,17 @@ class ExtensionConnection:
                 if target <= self._done_seq and not fut.done():
                     fut.set_result(True)
 
-    def _report_errors(self, errors: Any) -> None:
+    def _covered_turn(self, covers: int) -> bytes | None:
+        """The one turn (context record) whose observations an ack up to `covers` handled; None if several."""
+        done = self._done_seq
+        records = {ctx for seq, ctx, _ in self._sent_log if done < seq <= covers}
+        return records.pop() if len(records) == 1 else None
+
+    def _report_errors(self, errors: Any, record: bytes | None) -> None:
+        """HookErrors the extension reported for observations, with the turn they belong to when it is one."""
         if self._on_obs_error is not None:
             for err in errors:
-                self._on_obs_error(err)
+                self._on_obs_error(err, record)
 
     # -- the sender and the reader -------------------------------------------------------------
 
@@ -566,7 +573,7 @@ class ExtensionConnection:
                     try:
                         ack = await self._observe_rpc(observation_batch(ctx, items), metadata=self._md,
                                                       timeout=self._observe_timeout_s)
-                        self._report_errors(ack.errors)
+                        self._report_errors(ack.errors, ctx)
                         self.acks.unary(len(items), ack.handled)
                     except grpc.aio.AioRpcError as exc:
                         log.warning("extension %r: Observe failed: %s", self.name, exc.details() or exc.code())
@@ -672,7 +679,7 @@ class ExtensionConnection:
             if not self._window.is_set():
                 self._window.set()
             if frame.observations.errors:
-                self._report_errors(frame.observations.errors)
+                self._report_errors(frame.observations.errors, self._covered_turn(covers))
             self.acks.acked(fid, frame.observations.handled)
             self._advance(covers)
             return
@@ -680,7 +687,7 @@ class ExtensionConnection:
             # An extension that answers every frame (older ones do): its errors and counts count, the ack nothing.
             self.acks.answered_unasked(frame.observations.handled)
             if frame.observations.errors:
-                self._report_errors(frame.observations.errors)
+                self._report_errors(frame.observations.errors, None)
             return
         tool = self._tools.get(fid)
         if tool is not None:

@@ -55,7 +55,7 @@ class Launcher:
 
     def __init__(self, registry: Registry, *, sandbox: SandboxMode, runtime_parent: Path | None,
                  zygote: Zygote | None, egress: EgressProxies,
-                 on_observation_error: Callable[[ExtensionRuntime, pb.HookError], None],
+                 on_observation_error: Callable[[ExtensionRuntime, pb.HookError, bytes | None], None],
                  on_lost: Callable[[ExtensionRuntime, str], None],
                  on_stalled: Callable[[ExtensionRuntime, float], None]) -> None:
         self._registry = registry
@@ -155,7 +155,7 @@ class Launcher:
         return ExtensionConnection(
             ext.name, target, ext.token, credentials=credentials, channel_options=channel_options,
             bridge=await self.bridge.stream_answerer(ext),
-            on_observation_error=lambda err, e=ext: self._on_observation_error(e, err),
+            on_observation_error=lambda err, record, e=ext: self._on_observation_error(e, err, record),
             on_lost=lambda why, e=ext: self._on_lost(e, why),
             on_stalled=lambda waited, e=ext: self._on_stalled(e, waited),
             observe_timeout_s=m.timeouts.hook_ms / 1000,

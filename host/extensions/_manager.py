@@ -72,7 +72,8 @@ class ExtensionManager:
         self._launcher = Launcher(
             self._registry, sandbox=sandbox, runtime_parent=runtime_dir,
             zygote=Zygote() if zygote and zygote_enabled() else None, egress=self._egress,
-            on_observation_error=lambda ext, err: self._trace.observation_error(ext.name, err),
+            on_observation_error=lambda ext, err, record: self._trace.observation_error(
+                ext.name, err, self._dispatch.context_of(record) if record is not None else None),
             on_lost=lambda ext, why: self._supervisor.connection_lost(ext, why),
             on_stalled=lambda ext, waited: self._dispatch.observer_stalled(ext, waited),
         )

@@ -13,11 +13,11 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ._convert import Budget, truncation_marker
 from ._manifest import Manifest
+from ._untrusted_json import Converted, loads_untrusted
 
 PRELIMINARY_BURST = 64  # preliminaries delivered at once before the rate applies (small streams pass untouched)
 PRELIMINARY_RATE = 20.0  # preliminaries per second after the burst (the latest pending one wins)
@@ -28,13 +28,16 @@ def utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
-def decode_bounded(text: str, cap: int) -> tuple[Any, int | None]:
-    """(value, None) for JSON text within `cap` bytes, decoded once; (truncated value, original size) over it."""
+def decode_bounded(text: str, cap: int, seen: Converted | None = None) -> tuple[Any, int | None]:
+    """(value, None) for JSON text within `cap` bytes, decoded once; (truncated value, original size) over it.
+
+    Decoded as untrusted (host/extensions/_untrusted_json.py): NaN/Infinity become null, lone surrogates U+FFFD,
+    counted in `seen`."""
     size = utf8_size(text)
     if size <= cap:
-        return (json.loads(text) if text else None), None
+        return (loads_untrusted(text, seen)[0] if text else None), None
     if text.lstrip()[:1] == '"':  # a JSON string: keep its first `cap` bytes, visibly cut
-        value = json.loads(text)
+        value = loads_untrusted(text, seen)[0]
         if isinstance(value, str):
             cut = Budget(cap).text(value, cap)
             return cut, (size if cut is not value else None)  # escapes may make the JSON bigger than the text
@@ -49,7 +52,7 @@ class ToolReplyBounds:
     """
 
     __slots__ = ("output_cap", "max_preliminaries", "received", "delivered", "dropped_over_cap", "truncated",
-                 "_tokens", "_stamp", "_pending")
+                 "converted", "_tokens", "_stamp", "_pending")
 
     def __init__(self, output_cap: int, max_preliminaries: int) -> None:
         self.output_cap = output_cap
@@ -58,6 +61,7 @@ class ToolReplyBounds:
         self.delivered = 0  # preliminaries handed to the caller
         self.dropped_over_cap = 0  # preliminaries dropped because max_preliminaries were delivered
         self.truncated: int | None = None  # the original size of a truncated output
+        self.converted = Converted()  # non-finite numbers and lone surrogates converted in what was decoded
         self._tokens = float(PRELIMINARY_BURST)
         self._stamp: float | None = None
         self._pending: str | None = None
@@ -105,16 +109,18 @@ class ToolReplyBounds:
 
     def output(self, text: str) -> Any:
         """The final output, decoded within the cap (records the original size when it was truncated)."""
-        value, size = decode_bounded(text, self.output_cap)
+        value, size = decode_bounded(text, self.output_cap, self.converted)
         self.truncated = size
         return value
 
     def preliminary(self, text: str) -> Any:
-        return decode_bounded(text, self.output_cap)[0]
+        return decode_bounded(text, self.output_cap, self.converted)[0]
 
     def summary(self) -> str:
         """What the bounds did, for the tool call's trace ("" when they did nothing)."""
         parts = []
+        if self.converted:
+            parts.append(self.converted.describe())
         if self.truncated is not None:
             parts.append(f"output of {self.truncated} bytes truncated to limits.toolOutputKb "
                          f"({self.output_cap // 1024} KiB)")
@@ -138,7 +144,7 @@ def bounded_substitute(manifest: Manifest, text: str, value: Any) -> tuple[Any, 
     cap = manifest.limits.tool_output_kb * 1024
     if len(text) <= cap // 4:  # at most 4 bytes per character: surely within the cap
         return value, "substitute"
-    bounded, size = decode_bounded(text, cap)
+    bounded, size = decode_bounded(text, cap)  # (`value` was decoded by _convert, non-finite numbers refused)
     if size is None:
         return value, "substitute"
     return bounded, f"substitute; output of {size} bytes truncated to limits.toolOutputKb ({cap // 1024} KiB)"

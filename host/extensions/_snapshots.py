@@ -160,6 +160,9 @@ class ExtensionDecision(_Wire):
     failed_closed: bool = False  # the block comes from a fail-closed extension that failed
 
 
+FailureReason = Literal["timeout", "error", "restarting", "quarantined"]
+
+
 class TraceEvent(_Wire):
     """One hook (or tool) of one extension during a turn."""
 
@@ -168,8 +171,10 @@ class TraceEvent(_Wire):
     outcome: Literal["ok", "error", "timeout", "skipped", "denied", "failed_open", "failed_closed"]
     latency_ms: float = 0.0
     detail: str = ""
-    request_id: str = ""
+    request_id: str = ""  # the turn it belongs to; "" for events of no turn (lifecycle, egress outside a call)
     at: float = Field(default_factory=time.time)
+    # why a failed or skipped hook/tool call of a turn failed: timeout, error, restarting, quarantined ("" if ok)
+    reason: FailureReason | Literal[""] = ""
 
 
 class SessionServices(Protocol):

@@ -133,8 +133,13 @@ class Supervisor:
         await self.crashed(ext, f"broke its connection ({why})", proc.stderr_tail() if proc else [])
 
     async def crashed(self, ext: ExtensionRuntime, why: str, tail: list[str]) -> None:
-        await self._stop_health(ext)
+        # The state and the connection change together, before any await: a call made meanwhile is told
+        # "restarting", never "running" with no connection (issue 19 item 7).
         conn, ext.conn = ext.conn, None
+        if ext.state == "running":
+            ext.state = "restarting"
+            self._registry.changed()
+        await self._stop_health(ext)
         if conn is not None:
             ext.dropped_base += conn.dropped
             await conn.close()
@@ -151,7 +156,7 @@ class Supervisor:
                 "extension %r %s; quarantined after %d crashes within %gs (restart.maxCrashes)%s",
                 ext.name, why, ext.manifest.restart.max_crashes, ext.manifest.restart.window_seconds, tail_text,
             )
-            self._trace("lifecycle", ext.name, "error", detail=f"{why}; quarantined")
+            self._trace("lifecycle", ext.name, "error", detail=f"{why}; quarantined")  # no turn's event
             return
         ext.state = "restarting"
         self._registry.changed()

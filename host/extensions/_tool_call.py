@@ -38,12 +38,13 @@ from .._errors import (
 )
 from ..sandbox._egress_hosting import EgressProxies
 from ._convert import MAX_JSON_CHARS, context_to_proto, json_size_error
+from ._dispatch import unavailable_state
 from ._extension_client import ExtensionConnection
 from ._registry import Registry
 from ._reply_bounds import tool_reply_bounds
 from ._snapshots import CallContext
 from ._state import ExtensionRuntime
-from ._trace import Tracer
+from ._trace import Tracer, reason_of_state
 
 log = logging.getLogger("hookwire.extensions")
 
@@ -146,7 +147,11 @@ async def execute_tool(registry: Registry, trace: Tracer, egress: EgressProxies 
     ext, tool = entry
     conn = ext.conn
     if conn is None or ext.state != "running":
-        raise ExtensionUnavailableError(f"tool {name!r}: extension {ext.name!r} is {ext.state}", extension=ext.name)
+        state = unavailable_state(ext)
+        detail = f"not called: extension is {state}"
+        log.warning("extension %r tool %r %s", ext.name, tool, detail)
+        trace(f"tool:{tool}", ext.name, "error", detail=detail, context=context, reason=reason_of_state(state))
+        raise ExtensionUnavailableError(f"tool {name!r}: extension {ext.name!r} is {state}", extension=ext.name)
     input_json, oversize = json_size_error(input)
     if oversize is not None:
         raise ExtensionToolError(

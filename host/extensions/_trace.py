@@ -13,11 +13,21 @@ from collections.abc import Callable
 from extension_sdk.proto import extension_pb2 as pb
 
 from .. import _telemetry as telemetry
-from ._snapshots import CallContext, TraceEvent
+from ._snapshots import CallContext, FailureReason, TraceEvent
 
 log = logging.getLogger("hookwire.extensions")
 
 MAX_DETAIL = 1000  # characters of an extension-supplied error text kept in logs and traces
+
+
+_FAILED = ("error", "timeout", "failed_open", "skipped")
+
+
+def reason_of_state(state: str) -> FailureReason:
+    """The failure reason for a call an extension could not take because of its state."""
+    if state in ("restarting", "quarantined"):
+        return state  # type: ignore[return-value]
+    return "error"
 
 
 def bounded(text: str, limit: int = MAX_DETAIL) -> str:
@@ -39,14 +49,18 @@ class Tracer:
             self._listeners.remove(fn)
 
     def __call__(self, hook: str, ext: str, outcome: str, *, latency_ms: float = 0.0, detail: str = "",
-                 context: CallContext | None = None) -> None:
-        """Emit one event (nothing is built when nobody listens: this is on the per-chunk path)."""
+                 context: CallContext | None = None, reason: str = "") -> None:
+        """Emit one event (nothing is built when nobody listens: this is on the per-chunk path).
+
+        A failed or skipped event gets a `reason`: the one given, else "timeout" for a timeout, else "error"."""
         telemetry.hook_event(hook, ext, outcome, latency_ms, detail)
         if not self._listeners:
             return
+        if not reason and outcome in _FAILED:
+            reason = "timeout" if outcome == "timeout" else "error"
         event = TraceEvent(
             hook=hook, extension=ext, outcome=outcome, latency_ms=latency_ms, detail=detail,  # type: ignore[arg-type]
-            request_id=context.request_id if context is not None else "",
+            request_id=context.request_id if context is not None else "", reason=reason,  # type: ignore[arg-type]
         )
         for fn in list(self._listeners):
             try:
@@ -55,14 +69,17 @@ class Tracer:
                 log.exception("trace listener %r failed", fn)
 
     def hook_failed(self, ext: str, hook: str, outcome: str, detail: str, ms: float,
-                    context: CallContext | None) -> None:
+                    context: CallContext | None, reason: str = "") -> None:
         """An awaited hook failed open: log it and trace it with its outcome (error, timeout, skipped)."""
         detail = bounded(detail)
         log.warning("extension %r %s failed (%s): %s", ext, hook, outcome, detail)
-        self(hook, ext, outcome, latency_ms=ms, detail=detail, context=context)
+        self(hook, ext, outcome, latency_ms=ms, detail=detail, context=context, reason=reason)
 
-    def observation_error(self, ext: str, err: pb.HookError) -> None:
-        """An extension reported a HookError for an observation (it has no reply to carry it)."""
+    def observation_error(self, ext: str, err: pb.HookError, context: CallContext | None = None) -> None:
+        """An extension reported a HookError for an observation (it has no reply to carry it).
+
+        `context` is the turn of the observations the acknowledgement covered, None when it covered several
+        turns (or none still running): then it is logged and traced as no turn's event."""
         hook, text = bounded(err.hook, 64) or "observation", bounded(f"{err.name}: {err.message}")
         log.warning("extension %r %s: %s", ext, hook, text)
-        self(hook, ext, "error", detail=text)
+        self(hook, ext, "error", detail=text, context=context)

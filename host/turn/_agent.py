@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._heap import freeze_startup_heap
 from .._errors import NestedTurnError, ToolNameCollision
 from ..extensions._snapshots import TraceEvent
 from ..extensions._tool_names import collision_message, host_collisions
@@ -239,6 +240,7 @@ class Agent:
         if self._manager is not None:
             await self._refuse_tool_collisions()
         self._started = True
+        freeze_startup_heap()  # once per process: the start-up heap leaves the cyclic GC (host/_heap.py)
         for sub in await self.store.pending_submissions():
             self._resume_submission(sub)
 
@@ -455,7 +457,7 @@ class Agent:
 
     def _on_trace(self, event: TraceEvent) -> None:
         turn = self._turn
-        if turn is not None and event.request_id in ("", turn.request_id):
+        if turn is not None and event.request_id == turn.request_id:  # events of no turn are not this turn's
             turn.trace.append(event)
 
 

@@ -52,7 +52,7 @@ SCRIPTED_MODEL = "hookwire/scripted"
 #: The most recent requests the scripted model received, newest last (bounded). Each entry is a dict with
 #: ``model``, ``messages``, ``optional_params``, ``litellm_params``, ``headers``, ``api_base``, ``stream`` and the
 #: OpenAI parameters lifted out of ``optional_params`` (``tools``, ``tool_choice``, ``temperature``, ...).
-last_requests: deque[dict[str, Any]] = deque(maxlen=64)
+last_requests: deque[dict[str, Any]] = deque(maxlen=16)
 
 _LIFTED_PARAMS = (
     "tools",
@@ -295,9 +295,14 @@ def _record(model: str, messages: list[Any], optional_params: dict[str, Any], kw
         except Exception:
             return value
 
+    def messages_copy(items: list[Any]) -> list[Any]:
+        # one level: the request's list and each message dict (the host builds them anew per request); a deep copy
+        # of a long history per request made the scripted model's cost grow with it (issue 19 item 5)
+        return [dict(m) if isinstance(m, dict) else m for m in items]
+
     entry: dict[str, Any] = {
         "model": model,
-        "messages": safe(messages),
+        "messages": messages_copy(messages),
         "optional_params": safe(dict(optional_params)),
         "litellm_params": dict(kwargs.get("litellm_params") or {}),
         "headers": dict(kwargs.get("headers") or {}),

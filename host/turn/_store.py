@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._errors import StoreError, StoreVersionError
+from ._transcript_cache import TranscriptCache, signature
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 10_000
@@ -65,6 +66,18 @@ CREATE TABLE IF NOT EXISTS meta (
 T = TypeVar("T")
 
 
+def strict_json(value: Any) -> str:
+    """JSON text any strict reader accepts: NaN/Infinity raise ValueError (never stored as bare NaN); strings with
+    lone surrogates (which UTF-8 cannot hold) are written with them escaped."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return text
+
+
 def _check_message(session_id: str, message: Any) -> tuple[str, str, str]:
     if not isinstance(message, dict):
         raise StoreError(f"message for session {session_id!r} must be a dict, got {type(message).__name__}")
@@ -74,7 +87,7 @@ def _check_message(session_id: str, message: Any) -> tuple[str, str, str]:
     if not isinstance(role, str) or not role:
         raise StoreError(f"message {msg_id!r} in session {session_id!r} needs a non-empty string 'role'")
     try:
-        data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        data = strict_json(message)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"message {msg_id!r} in session {session_id!r} is not JSON-serializable: {exc}") from exc
     return msg_id, role, data
@@ -88,6 +101,7 @@ class MessageStore:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hookwire-store")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        self._transcripts = TranscriptCache()  # touched only in the worker thread
         try:
             self._executor.submit(self._open).result()
         except BaseException:
@@ -193,6 +207,11 @@ class MessageStore:
         msg_id, role, data = _check_message(session_id, message)
 
         def op(conn: sqlite3.Connection) -> None:
+            before = signature(conn, session_id)
+            write(conn)
+            self._transcripts.upserted(conn, session_id, msg_id, data, before)
+
+        def write(conn: sqlite3.Connection) -> None:
             now = time.time()
             cur = conn.execute(
                 "UPDATE messages SET role = ?, data = ?, updated_at = ? WHERE session_id = ? AND id = ?",
@@ -205,7 +224,17 @@ class MessageStore:
                     (session_id, session_id, msg_id, role, data, now, now),
                 )
 
-        await self._write(op)
+        try:
+            await self._write(op)
+        except BaseException:
+            await self._run(lambda _conn: self._transcripts.drop(session_id))
+            raise
+
+    async def transcript(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's whole transcript for a turn: READ-ONLY dicts, kept decoded between turns and re-read only
+        when the session's rows changed under this store (host/turn/_transcript_cache.py). Use messages() for
+        dicts of your own."""
+        return await self._run(lambda conn: self._transcripts.get(conn, session_id))
 
     async def messages(self, session_id: str, limit: int | None = None) -> list[dict[str, Any]]:
         """The session's transcript in order; with ``limit``, only the most recent ``limit`` messages."""
@@ -261,7 +290,7 @@ class MessageStore:
     async def record_submission(self, session_id: str, submission_id: str, payload: dict[str, Any]) -> None:
         """Record a durable submission with status "pending" (recording the same id again is a no-op)."""
         try:
-            data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+            data = strict_json(payload)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"submission {submission_id!r} payload is not JSON-serializable: {exc}") from exc
 
@@ -352,7 +381,7 @@ class MessageStore:
     async def set_meta(self, session_id: str, meta: dict[str, Any]) -> None:
         """Replace the session's metadata dict."""
         try:
-            data = json.dumps(meta, separators=(",", ":"), ensure_ascii=False)
+            data = strict_json(meta)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"metadata of session {session_id!r} is not JSON-serializable: {exc}") from exc
 
@@ -398,6 +427,11 @@ class SessionStore:
 
     async def messages(self) -> list[dict[str, Any]]:
         return await self.raw.messages(self.sid)
+
+    async def transcript(self) -> list[dict[str, Any]]:
+        """The whole transcript as read-only dicts (MessageStore.transcript); a store without it: messages()."""
+        read = getattr(self.raw, "transcript", None)
+        return await (read(self.sid) if read is not None else self.raw.messages(self.sid))
 
     async def replace_all(self, messages: list[dict[str, Any]]) -> None:
         await self.raw.replace_all(self.sid, messages)

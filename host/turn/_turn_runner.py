@@ -30,6 +30,7 @@ from pydantic import BaseModel
 from .. import _telemetry as telemetry
 from .._errors import ChatStreamStallError
 from ..extensions._tool_names import withhold_shadowing
+from ._attribution import attribute
 from ._chat_errors import TurnAborted, error_message
 from ._hook_chain import HookChain, TurnRecord
 from ._loop import TurnLoop, TurnPlan
@@ -56,7 +57,6 @@ logger = logging.getLogger("hookwire.agent")
 #: The agent whose turn runs in this task (a hook or tool that starts a turn of the same agent would deadlock).
 active_turn: contextvars.ContextVar[Agent | None] = contextvars.ContextVar("hookwire_active_turn", default=None)
 
-_TRACE_FAILURES = ("error", "timeout", "failed_open")
 
 
 class TurnRequest(BaseModel):
@@ -109,7 +109,7 @@ class TurnRunner:
                         except Exception:
                             logger.exception("flushing extension observations failed (session %s)", self.a.session_id)
                     result.trace = list(turn.trace)
-                    result.failed_open = sorted({e.extension for e in result.trace if e.outcome in _TRACE_FAILURES})
+                    result.failed_open, result.failed_open_reasons = attribute(result.trace, turn.request_id)
                     result.provenance = dict(turn.provenance)
                     result.denied = list(turn.denied)
                     telemetry.end_turn(span, result.status, result.error, result.failed_open)
@@ -371,7 +371,7 @@ class TurnRunner:
             for event in withhold_shadowing(tools, self.extension_tools(), owners, chain.turn.request_id):
                 logger.error("session %s: %s: withheld from this turn", self.a.session_id, event.detail)
                 self.a._on_trace(event)
-        history = await self.a.store.messages()
+        history = await self.a.store.transcript()  # read-only, kept decoded between turns
         ctx = TurnContext(
             system=await self.system(),
             messages=to_model_messages(history),

@@ -236,6 +236,8 @@ class ChatResponseResult(_Ctx):
     error: str | None = None
     trace: list[TraceEvent] = Field(default_factory=list)
     failed_open: list[str] = Field(default_factory=list)  # extensions whose hook failed and was skipped
+    # why, per extension in failed_open: "timeout", "error", "restarting", "quarantined" (host/turn/_attribution.py)
+    failed_open_reasons: dict[str, list[str]] = Field(default_factory=dict)
     # which extension set which TurnConfig field in beforeTurn (camelCase; "headers.<key>" for merged maps)
     provenance: dict[str, str] = Field(default_factory=dict)
     # what extensions returned from beforeTurn that the host refused: {extension, hook, field, reason} each

@@ -1,0 +1,115 @@
+"""Host cost per turn against history length: one session pre-filled with 10 or 500 messages, then plain turns
+(no extensions, the offline scripted model), alternated ABAB; and the event loop's lag under the concurrent
+benchmark's load (50 sessions, 3 extensions on every hook) with the cyclic GC on, as in production.
+
+`host_ms_per_turn_10_msgs` / `_500_msgs`: median wall ms of one chat() on each session. What the model itself does
+with the history (litellm's request building, the scripted model reading the prompt) is part of both; the goal is
+that the host's own work (store, normalizing, persisting, copies) adds nothing that grows with the history.
+`loop_lag_p99_ms` / `loop_lag_max_ms`: how late a 5 ms timer fired on the host's loop while the turns ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+from ._agents import THREE_STEP_TURN, BenchAgent, all_hook_manager
+from ._common import Config, Section, abab, gc_paused, median, pct, rnd
+
+NAME = "history"
+SESSIONS = 50
+TICK_S = 0.005
+
+
+def _filler(n: int) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for i in range(n):
+        role = "user" if i % 2 == 0 else "assistant"
+        out.append({"id": f"h{i}", "role": role, "content": f"message {i} " + "lorem ipsum " * 20,
+                    "parts": [{"type": "text", "text": f"message {i} " + "lorem ipsum " * 20}]})
+    return out
+
+
+async def _per_turn_ms(cfg: Config, store: Path) -> tuple[float, float]:
+    per_round = cfg.n(10, 3)
+    short = BenchAgent(session_id="hist-10", store=store)
+    long = BenchAgent(session_id="hist-500", store=store)
+    await short.start()
+    await long.start()
+    try:
+        await short.store.replace_all(_filler(10))
+        await long.store.replace_all(_filler(500))
+
+        async def turns(agent: BenchAgent) -> list[float]:
+            out = []
+            with gc_paused():
+                for _ in range(per_round):
+                    t0 = time.perf_counter()
+                    result = await agent.chat("hello")
+                    out.append(time.perf_counter() - t0)
+                    if result.status != "completed":
+                        raise RuntimeError(f"history turn ended {result.status}: {result.error}")
+            # keep the history length: drop this round's turns again
+            await agent.store.replace_all(_filler(10 if agent is short else 500))
+            return out
+
+        await turns(short)
+        await turns(long)
+        ra, rb = await abab(cfg.ab_rounds, lambda: turns(short), lambda: turns(long))
+    finally:
+        await short.close()
+        await long.close()
+    return median([x for r in ra for x in r]) * 1000, median([x for r in rb for x in r]) * 1000
+
+
+async def _loop_lag(cfg: Config) -> tuple[float, float, int]:
+    """(p99 ms, max ms, samples) of timer lateness while SESSIONS agents (10 with --quick) run turns, GC on."""
+    waves = cfg.n(4, 1)
+    sessions = cfg.n(SESSIONS, 10)
+    mgr = await all_hook_manager(cfg, 3, "lag")
+    lags: list[float] = []
+    stop = asyncio.Event()
+
+    async def probe() -> None:
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            t0 = loop.time()
+            await asyncio.sleep(TICK_S)
+            lags.append(max(0.0, loop.time() - t0 - TICK_S))
+
+    try:
+        agents = [BenchAgent(manager=mgr, session_id=f"lag-{i}") for i in range(sessions)]
+        for agent in agents:
+            await agent.start()
+        try:
+            await asyncio.gather(*(a.chat(THREE_STEP_TURN) for a in agents[:5]))  # warm-up
+            task = asyncio.ensure_future(probe())
+            for _ in range(waves):
+                results = await asyncio.gather(*(a.chat(THREE_STEP_TURN) for a in agents))
+                if any(r.status != "completed" for r in results):
+                    raise RuntimeError("a concurrent turn did not complete")
+            stop.set()
+            await task
+        finally:
+            for agent in agents:
+                await agent.close()
+    finally:
+        await mgr.close()
+    return pct(lags, 0.99) * 1000, max(lags) * 1000, len(lags)
+
+
+async def run(cfg: Config) -> Section:
+    out = Section()
+    with tempfile.TemporaryDirectory(prefix="hwb-hist-") as tmp:
+        short_ms, long_ms = await _per_turn_ms(cfg, Path(tmp) / "store.db")
+    p99, worst, samples = await _loop_lag(cfg)
+    out.values = {
+        "host_ms_per_turn_10_msgs": rnd(short_ms, 2),
+        "host_ms_per_turn_500_msgs": rnd(long_ms, 2),
+        "loop_lag_p99_ms": rnd(p99, 1),
+        "loop_lag_max_ms": rnd(worst, 1),
+    }
+    out.extra = {"history_cost_ratio_500_vs_10": rnd(long_ms / short_ms, 2), "loop_lag_samples": samples}
+    return out

@@ -192,7 +192,7 @@ class ExtensionConnection:
         coalesce_s: float = COALESCE_S,
         bridge: Callable[[hb.BridgeRequest], Awaitable[hb.BridgeResponse]] | None = None,
     ) -> None:
-        """`bridge`: answers HostBridge calls riding the Connect stream (host/_stream_bridge.py); None: the stream
+        """`bridge`: answers HostBridge calls riding the Connect stream (host/extensions/_stream_bridge.py); None: the stream
         offers no bridge (the extension uses the Unix-socket HostBridge, if it has one)."""
         self.name = name
         self.target = target

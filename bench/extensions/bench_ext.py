@@ -14,7 +14,9 @@ from extension_sdk import Extension
 def build(name: str, hooks: list[str], with_tool: bool) -> Extension:
     ext = Extension(name, "0.1.0", description="hookwire benchmark fixture")
 
-    def noop(snapshot: dict[str, Any]) -> None:
+    # async: the hooks measure the protocol and the host, like the async echo baseline. A sync handler adds a
+    # worker-thread hop (~0.1 ms: the SDK runs sync handlers off the loop so a blocking one can't stall the others).
+    async def noop(snapshot: dict[str, Any]) -> None:
         return None
 
     for hook in hooks:

@@ -27,7 +27,6 @@ import contextlib
 import contextvars
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -202,8 +201,3 @@ def hook_event(hook: str, extension: str, outcome: str, latency_ms: float, detai
 
 def observations_dropped(extension: str, n: int) -> None:
     _dropped.add(n, {"hookwire.extension": extension})
-
-
-def attributes_of(span: Any) -> dict[str, Any]:
-    """A span's attributes as a plain dict (tests and debugging)."""
-    return dict(getattr(span, "attributes", None) or {})

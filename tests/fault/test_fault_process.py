@@ -140,8 +140,10 @@ async def test_crash_loop_ends_in_quarantine_and_turns_go_on(tmp_path: Path, rec
                 restart={"maxCrashes": 2, "backoffMs": 50, "windowSeconds": 60})
     results = []
     async with host(tmp_path, path) as agent:
-        for _ in range(2):
-            await wait_until(lambda: agent.manager.extensions()[0].state in ("running", "quarantined"), 15)
+        for crashes in range(2):
+            # serving again after `crashes` crashes ("running" alone also matches before a crash is handled)
+            assert await wait_until(lambda: agent.manager.extensions()[0].crashes == crashes
+                                    and agent.manager.extensions()[0].state == "running", 15)
             result = await agent.chat(ECHO)
             assert result.status == "completed" and tool_output(result, "echo") == "pong: a"
             results.append(result)

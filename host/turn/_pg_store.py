@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from ._store import OPEN_SUBMISSION_STATUSES, StoreError, StoreVersionError, _check_message
+from ._store import OPEN_SUBMISSION_STATUSES, StoreError, StoreVersionError, _check_message, strict_json
 
 SCHEMA_VERSION = 1
 IDLE_LEASE_CONNECTIONS = 16
@@ -296,7 +296,7 @@ class PostgresMessageStore:
     async def record_submission(self, session_id: str, submission_id: str, payload: dict[str, Any]) -> None:
         """Record a durable submission with status "pending" (recording the same id again is a no-op)."""
         try:
-            data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+            data = strict_json(payload)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"submission {submission_id!r} payload is not JSON-serializable: {exc}") from exc
 
@@ -466,7 +466,7 @@ class PostgresMessageStore:
     async def set_meta(self, session_id: str, meta: dict[str, Any]) -> None:
         """Replace the session's metadata dict."""
         try:
-            data = json.dumps(meta, separators=(",", ":"), ensure_ascii=False)
+            data = strict_json(meta)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"metadata of session {session_id!r} is not JSON-serializable: {exc}") from exc
 

@@ -113,6 +113,15 @@ async def test_replace_all_swaps_the_transcript(store: Store) -> None:
     assert [m["id"] for m in await store.messages("s1")] == ["summary", "m3", "m4"]
 
 
+async def test_non_finite_numbers_are_never_stored_in_submissions_or_metadata(store: Store) -> None:
+    with pytest.raises(StoreError, match="submission 'sub-nan' payload is not JSON-serializable"):
+        await store.record_submission("s1", "sub-nan", {"messages": [], "body": {"x": float("nan")}})
+    with pytest.raises(StoreError, match="metadata of session 's1' is not JSON-serializable"):
+        await store.set_meta("s1", {"score": float("inf")})
+    assert await store.pending_submissions("s1") == []
+    assert await store.get_meta("s1") == {}
+
+
 async def test_replace_all_with_duplicate_ids_keeps_the_old_transcript(store: Store) -> None:
     await store.append("s1", msg(0))
     with pytest.raises(StoreError, match="duplicate message id 'm1'"):

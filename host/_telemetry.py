@@ -16,7 +16,8 @@ with the first trace event its call produces (host/extensions/_trace.py calls `h
 outcome the dispatcher decided, not just whether the wire call returned.
 
 Metrics (meter "hookwire"): `hookwire.hook.duration` (ms, by extension, hook, outcome), `hookwire.hook.outcomes`
-(count by extension, hook, outcome: ok, error, timeout, denied, failed_open, failed_closed, skipped),
+(count by extension, hook, outcome: ok, error, timeout, denied, failed_open, failed_closed, skipped; a shadow
+hook's — what it would have done, nothing applied — also by `hookwire.mode: shadow`, on its span too),
 `hookwire.extension.restarts` / `hookwire.extension.quarantines`, `hookwire.observations.dropped`,
 `gen_ai.client.operation.duration` (s) and `gen_ai.client.token.usage` (by gen_ai.token.type).
 """
@@ -179,9 +180,14 @@ def close_hook_span(outcome: str, detail: str = "") -> None:
     span.end()
 
 
-def hook_event(hook: str, extension: str, outcome: str, latency_ms: float, detail: str) -> None:
-    """A trace event of the extension host: metrics, and the outcome of the hook span it belongs to."""
+def hook_event(hook: str, extension: str, outcome: str, latency_ms: float, detail: str,
+               mode: str = "enforce") -> None:
+    """A trace event of the extension host: metrics, and the outcome of the hook span it belongs to.
+
+    A shadow hook's outcome (what it would have done; nothing was applied) carries `hookwire.mode: shadow`."""
     attrs = {"hookwire.extension": extension, "hookwire.hook": hook, "hookwire.outcome": outcome}
+    if mode != "enforce":
+        attrs["hookwire.mode"] = mode
     if hook == "lifecycle":
         if detail.endswith("; restarting"):
             _restarts.add(1, {"hookwire.extension": extension})
@@ -196,6 +202,8 @@ def hook_event(hook: str, extension: str, outcome: str, latency_ms: float, detai
         span = opened[0]
         if outcome in ("error", "timeout", "failed_closed"):
             span.set_status(Status(StatusCode.ERROR, detail[:500]))
+        if mode != "enforce":
+            span.set_attribute("hookwire.mode", mode)
         close_hook_span(outcome, detail)
 
 

@@ -5,9 +5,12 @@ One function per hook kind, like pluggy's `_multicall`; every rule is written he
 - `merge_before_turn` (awaited, merged): subscribers in load order; each reply is screened against the
   extension's `permissions.turnConfig` grant, then merged into the patch — scalars last-wins, headers and
   providerOptions key by key (`merge_patch`) — with provenance naming who set each field.
-- `decide_tool_call` (awaited, decided): subscribers with `decisions` answer in parallel; block wins, then the
-  first substitute, then the first allow-with-input, in load order (`first_by_precedence`). A decider that
-  fails blocks when its policy is `failure: closed` (`fail_decision`), else the call goes on (failed open).
+- `decide_tool_call` (awaited, decided): subscribers with `decisions` answer in their phases — mutators one
+  after another, then validators in parallel on the final input (host/extensions/_phases.py); block wins, then
+  the first substitute, then allow with the mutated input (`first_by_precedence`). A decider that fails blocks
+  when its policy is `failure: closed` (`fail_decision`), else the call goes on (failed open).
+- shadow mode (`mode: shadow`, an extension's or one hook's): the hook runs, nothing it returns is applied; what it
+  would have set or decided is traced (its event's `mode` is "shadow").
 - `broadcast` (observed): afterToolCall, onStepFinish, onChunk, and beforeToolCall for subscribers without
   `decisions`, enqueued on each connection without waiting; `flush` waits for the turn's acks.
 
@@ -36,7 +39,6 @@ from ._convert import (
     camel,
     chunk_to_observation,
     context_to_proto,
-    decision_from_proto,
     patch_from_proto,
     step_to_proto,
     tool_call_to_proto,
@@ -48,7 +50,6 @@ from ._frames import context_field, observation_item
 from ._observation_acks import unhandled_since
 from ._observer_ledger import ObserverLedger
 from ._registry import Registry
-from ._reply_bounds import bounded_substitute
 from ._snapshots import (
     CallContext,
     ChunkSnapshot,
@@ -174,18 +175,24 @@ def first_by_precedence(decisions: Sequence[ExtensionDecision | None]) -> Extens
 
 
 def fail_decision(ext: ExtensionRuntime, tool: str, outcome: str, detail: str, ms: float,
-                  context: CallContext | None, trace: Tracer, reason: str = "") -> ExtensionDecision | None:
-    """A decider failed (timeout, error, invalid answer): block if its policy is `failure: closed`, else None."""
+                  context: CallContext | None, trace: Tracer, reason: str = "", *, mode: str = "enforce",
+                  phase: str = "") -> ExtensionDecision | None:
+    """A decider failed (timeout, error, invalid answer): block if its policy is `failure: closed`, else None.
+
+    A shadow decider never blocks: its failure is traced as failed_open ("shadow: would fail closed" if closed)."""
     hook = "beforeToolCall"
-    if ext.manifest.hook_policy(hook).failure == "closed":
+    closed = ext.manifest.hook_policy(hook).failure == "closed"
+    if closed and mode != "shadow":
         reason = (f"tool call {tool!r} blocked: extension {ext.name!r} failed its beforeToolCall hook "
                   f"({outcome}: {detail}) and its policy is failure: closed")
         log.warning("%s", reason)
-        trace(hook, ext.name, "failed_closed", latency_ms=ms, detail=detail, context=context)
+        trace(hook, ext.name, "failed_closed", latency_ms=ms, detail=detail, context=context, phase=phase)
         return ExtensionDecision(action="block", reason=reason, extension=ext.name, failed_closed=True)
-    log.warning("extension %r beforeToolCall failed (%s): %s; failing open", ext.name, outcome, detail)
-    trace(hook, ext.name, "failed_open", latency_ms=ms, detail=f"{outcome}: {detail}", context=context,
-          reason=reason or outcome)
+    log.warning("extension %r beforeToolCall failed (%s): %s; failing open%s", ext.name, outcome, detail,
+                " (shadow mode)" if mode == "shadow" else "")
+    note = "shadow: would fail closed: " if closed else ""
+    trace(hook, ext.name, "failed_open", latency_ms=ms, detail=f"{note}{outcome}: {detail}", context=context,
+          reason=reason or outcome, mode=mode, phase=phase)
     return None
 
 
@@ -207,16 +214,19 @@ async def merge_before_turn(subs: Sequence[ExtensionRuntime], snapshot: TurnSnap
             state = ext.state
             log.warning("extension %r beforeTurn skipped: extension is %s", ext.name, state)
             trace("beforeTurn", ext.name, "skipped", detail=f"extension is {state}", context=context,
-                  reason=reason_of_state(state))
+                  reason=reason_of_state(state), mode=ext.manifest.hook_mode("beforeTurn"))
             continue
         req = pb.BeforeTurnRequest(context=ctx, snapshot=turn_to_proto(snapshot, system, tool_names))
         answer = await call(ext, "beforeTurn", pb.HostFrame(before_turn=req), context, deadline)
+        mode = ext.manifest.hook_mode("beforeTurn")
         if isinstance(answer, Failure):
-            trace.hook_failed(ext.name, "beforeTurn", answer.outcome, answer.detail, answer.ms, context, answer.reason)
+            trace.hook_failed(ext.name, "beforeTurn", answer.outcome, answer.detail, answer.ms, context, answer.reason,
+                              mode=mode)
             continue
         resp, ms = answer.frame.before_turn, answer.ms
         if resp.HasField("error"):
-            trace.hook_failed(ext.name, "beforeTurn", "error", f"{resp.error.name}: {resp.error.message}", ms, context)
+            trace.hook_failed(ext.name, "beforeTurn", "error", f"{resp.error.name}: {resp.error.message}", ms, context,
+                              mode=mode)
             continue
         values: dict[str, Any] = {}
         problems_text = ""
@@ -229,66 +239,34 @@ async def merge_before_turn(subs: Sequence[ExtensionRuntime], snapshot: TurnSnap
             for p in problems:
                 log.warning("extension %r beforeTurn: invalid field %s: %s (ignored)", ext.name, p.field, p.reason)
             problems_text = "; ".join(f"invalid {p.field}: {p.reason}" for p in problems)
-            merge_patch(merged, provenance, ext.name, values)
-            if "system" in values:
-                system = values["system"]
-            if "active_tools" in values:
-                tool_names = list(values["active_tools"])
+            if mode == "enforce":
+                merge_patch(merged, provenance, ext.name, values)
+                if "system" in values:
+                    system = values["system"]
+                if "active_tools" in values:
+                    tool_names = list(values["active_tools"])
         set_text = "set " + ", ".join(camel(k) for k in values) if values else ""
-        trace("beforeTurn", ext.name, "error" if problems_text else "ok", latency_ms=ms,
+        would = "shadow: would " if mode == "shadow" else ""  # shadow: traced, nothing applied, nobody sees it
+        if would:
+            set_text = would + set_text if set_text else "shadow: set nothing"
+        trace("beforeTurn", ext.name, "error" if problems_text else "ok", latency_ms=ms, mode=mode,
               detail="; ".join(t for t in (set_text, problems_text) if t), context=context)
         for d in refused:
-            log.warning("extension %r beforeTurn: field %s: denied: %s", ext.name, d.field, d.reason)
-            trace("beforeTurn", ext.name, "denied", detail=bounded(f"{d.field}: {d.reason}"), context=context)
-        denied.extend(refused)
+            log.warning("extension %r beforeTurn: field %s: %sdenied: %s", ext.name, d.field, would, d.reason)
+            trace("beforeTurn", ext.name, "denied", detail=bounded(f"{would}{d.field}: {d.reason}"), context=context,
+                  mode=mode)
+        if mode == "enforce":
+            denied.extend(refused)
     return MergedTurnPatch(patch=TurnPatch.model_construct(**merged), provenance=provenance, denied=denied)
 
 
-async def decide_one(ext: ExtensionRuntime, ctx: pb.CallContext, snap: pb.ToolCallSnapshot,
-                     context: CallContext | None, deadline: float | None, call: HookCall,
-                     trace: Tracer) -> ExtensionDecision | None:
-    """One decider's beforeToolCall: its decision, None (no objection), or its failure's consequence."""
-    hook = "beforeToolCall"
-    frame = pb.HostFrame(before_tool_call=pb.BeforeToolCallRequest(context=ctx, snapshot=snap, want_decision=True))
-    answer = await call(ext, hook, frame, context, deadline)
-    if isinstance(answer, Reply) and answer.frame.before_tool_call.HasField("error"):
-        e = answer.frame.before_tool_call.error
-        answer = Failure("error", f"{e.name}: {e.message}", answer.ms)
-    if isinstance(answer, Failure):
-        return fail_decision(ext, snap.tool_name, answer.outcome, answer.detail, answer.ms, context, trace,
-                             answer.reason)
-    resp, ms = answer.frame.before_tool_call, answer.ms
-    if not resp.HasField("decision"):
-        trace(hook, ext.name, "ok", latency_ms=ms, context=context)
-        return None
-    action, fields, problems = decision_from_proto(resp.decision)
-    for p in problems:
-        log.warning("extension %r beforeToolCall: invalid decision field %s: %s (ignored)", ext.name, p.field, p.reason)
-    serious = [p for p in problems if p.field in ("action", "input", "output")]
-    if serious and action in (None, "allow") and "input" not in fields:
-        return fail_decision(ext, snap.tool_name, "error", "; ".join(str(p) for p in serious), ms, context, trace)
-    if action == "block":
-        trace(hook, ext.name, "denied", latency_ms=ms, detail=fields.get("reason", ""), context=context)
-        return ExtensionDecision(action="block", reason=fields.get("reason") or f"blocked by extension {ext.name!r}",
-                                 extension=ext.name)
-    if action == "substitute":
-        output, detail = bounded_substitute(ext.manifest, resp.decision.output_json, fields["output"])
-        trace(hook, ext.name, "ok", latency_ms=ms, detail=detail, context=context)
-        return ExtensionDecision(action="substitute", output=output, reason=fields.get("reason"), extension=ext.name)
-    trace(hook, ext.name, "ok", latency_ms=ms, context=context)
-    if action == "allow" and "input" in fields:
-        return ExtensionDecision(action="allow", input=fields["input"], has_input=True, extension=ext.name)
-    return None
+async def decide_tool_call(deciders: Sequence[ExtensionRuntime], snapshot: ToolCallSnapshot,
+                           snap: pb.ToolCallSnapshot, context: CallContext | None, deadline: float | None,
+                           call: HookCall, trace: Tracer) -> ExtensionDecision | None:
+    """beforeToolCall on the deciders in their phases (host/extensions/_phases.py); the decision that stands."""
+    from ._phases import decide_in_phases  # it builds on this module's rules
 
-
-async def decide_tool_call(deciders: Sequence[ExtensionRuntime], snap: pb.ToolCallSnapshot,
-                           context: CallContext | None, deadline: float | None, call: HookCall,
-                           trace: Tracer) -> ExtensionDecision | None:
-    """beforeToolCall on every decider at once; the decision that stands (`first_by_precedence`)."""
-    ctx = context_to_proto(context)
-    decisions = await asyncio.gather(*(decide_one(ext, ctx, snap, context, deadline, call, trace)
-                                       for ext in deciders))
-    return first_by_precedence(decisions)
+    return await decide_in_phases(deciders, snapshot, snap, context, deadline, call, trace)
 
 
 # -- the dispatcher: routes each hook to its rule; observations and their acks ------------------------------
@@ -340,7 +318,7 @@ class Dispatcher:
             self.broadcast(observers, pb.Observation(before_tool_call=snap), context, False)
         if not deciders:
             return None
-        return await decide_tool_call(deciders, snap, context, deadline, self._call, self._trace)
+        return await decide_tool_call(deciders, snapshot, snap, context, deadline, self._call, self._trace)
 
     def after_tool_call(self, snapshot: ToolResultSnapshot, context: CallContext | None) -> None:
         if subs := self._registry.subscribers("afterToolCall"):

@@ -115,6 +115,17 @@ class HookPolicy(_Model):
     decisions: bool = Field(
         default=False, description="beforeToolCall only: honour block/substitute/allow-with-input decisions"
     )
+    phase: Literal["mutate", "validate"] | None = Field(
+        default=None,
+        description="beforeToolCall deciders only (default validate): mutators (allow with a new input, substitute) "
+        "run first, in load order, each seeing the input the one before left; then validators judge the final input "
+        "and may block (a validator's input change is refused)",
+    )
+    mode: Literal["enforce", "shadow"] | None = Field(
+        default=None,
+        description="This hook only (default: the extension's `mode`): shadow runs it live but applies nothing; "
+        "what it would have set, blocked or substituted is traced",
+    )
 
 
 class Limits(_Model):
@@ -204,6 +215,11 @@ class Manifest(_Model):
     env: list[_Text] = Field(
         default_factory=list, max_length=_MAX_LIST, description="Host environment variables passed through by name"
     )
+    mode: Literal["enforce", "shadow"] = Field(
+        default="enforce",
+        description="shadow: every hook runs live but nothing it returns is applied (beforeTurn fields, decisions, "
+        "denials are traced as 'would set / would block / would substitute'); a hook's own `mode` wins",
+    )
     # Where the manifest was read from (not part of the file).
     source: str | None = Field(default=None, exclude=True)
 
@@ -240,6 +256,7 @@ class Manifest(_Model):
         for hook, pol in policy.items():
             if pol.decisions and hook != "beforeToolCall":
                 raise ValueError(f"hooks.{hook}.decisions: only beforeToolCall can make decisions")
+            check_phase(hook, pol.phase, pol.decisions)
         return self
 
     @property
@@ -248,6 +265,14 @@ class Manifest(_Model):
 
     def hook_policy(self, hook: str) -> HookPolicy:
         return self.hooks.get(hook, HookPolicy())  # type: ignore[call-overload]
+
+    def hook_mode(self, hook: str) -> Literal["enforce", "shadow"]:
+        """enforce or shadow for `hook`: the hook's own `mode`, else the extension's."""
+        return self.hook_policy(hook).mode or self.mode
+
+    def tool_phase(self) -> Literal["mutate", "validate"]:
+        """The phase of this extension's beforeToolCall decisions (default validate)."""
+        return self.hook_policy("beforeToolCall").phase or "validate"
 
     def hook_timeout_s(self, hook: str) -> float:
         ms = self.hook_policy(hook).timeout_ms or self.timeouts.hook_ms
@@ -259,6 +284,17 @@ class Manifest(_Model):
     def working_dir(self) -> Path:
         base = self.base_dir()
         return (base / self.cwd).resolve() if self.cwd else base
+
+
+def check_phase(hook: str, phase: str | None, decisions: bool) -> None:
+    """A phase belongs to a beforeToolCall decider only (the field path goes in the error)."""
+    if phase is None:
+        return
+    if hook != "beforeToolCall":
+        raise ValueError(f"hooks.{hook}.phase: only beforeToolCall has phases (mutate, validate)")
+    if not decisions:
+        raise ValueError("hooks.beforeToolCall.phase: needs `decisions: true` (an observer neither mutates nor "
+                         "validates)")
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:
@@ -294,6 +330,8 @@ def parse_manifest(data: Any, source: str | None = None) -> Manifest:
         first = exc.errors()[0]
         field = _field_path(first["loc"])
         reason = first["msg"].removeprefix("Value error, ")
+        if not first["loc"] and (named := re.fullmatch(r"(hooks\.\w+\.\w+): (.*)", reason, re.S)):
+            field, reason = named.group(1), named.group(2)  # a cross-field rule names its own field
         more = len(exc.errors()) - 1
         if more:
             reason += f" (and {more} more problem{'s' if more > 1 else ''})"

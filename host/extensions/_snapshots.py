@@ -158,6 +158,7 @@ class ExtensionDecision(_Wire):
     output: Any = None
     extension: str  # who decided
     failed_closed: bool = False  # the block comes from a fail-closed extension that failed
+    input_changed_by: list[str] = Field(default_factory=list)  # the mutators whose input change stands, in order
 
 
 FailureReason = Literal["timeout", "error", "restarting", "quarantined"]
@@ -175,6 +176,9 @@ class TraceEvent(_Wire):
     at: float = Field(default_factory=time.time)
     # why a failed or skipped hook/tool call of a turn failed: timeout, error, restarting, quarantined ("" if ok)
     reason: FailureReason | Literal[""] = ""
+    # enforce: what the hook returned was applied; shadow: nothing was (the detail says what it would have done)
+    mode: Literal["enforce", "shadow"] = "enforce"
+    phase: Literal["mutate", "validate", ""] = ""  # a beforeToolCall decider's phase ("" for other hooks)
 
 
 class SessionServices(Protocol):

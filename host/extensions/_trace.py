@@ -49,11 +49,13 @@ class Tracer:
             self._listeners.remove(fn)
 
     def __call__(self, hook: str, ext: str, outcome: str, *, latency_ms: float = 0.0, detail: str = "",
-                 context: CallContext | None = None, reason: str = "") -> None:
+                 context: CallContext | None = None, reason: str = "", mode: str = "enforce",
+                 phase: str = "") -> None:
         """Emit one event (nothing is built when nobody listens: this is on the per-chunk path).
 
-        A failed or skipped event gets a `reason`: the one given, else "timeout" for a timeout, else "error"."""
-        telemetry.hook_event(hook, ext, outcome, latency_ms, detail)
+        A failed or skipped event gets a `reason`: the one given, else "timeout" for a timeout, else "error".
+        `mode` "shadow": nothing the hook returned was applied; `phase`: a beforeToolCall decider's."""
+        telemetry.hook_event(hook, ext, outcome, latency_ms, detail, mode)
         if not self._listeners:
             return
         if not reason and outcome in _FAILED:
@@ -61,6 +63,7 @@ class Tracer:
         event = TraceEvent(
             hook=hook, extension=ext, outcome=outcome, latency_ms=latency_ms, detail=detail,  # type: ignore[arg-type]
             request_id=context.request_id if context is not None else "", reason=reason,  # type: ignore[arg-type]
+            mode=mode, phase=phase,  # type: ignore[arg-type]
         )
         for fn in list(self._listeners):
             try:
@@ -69,11 +72,11 @@ class Tracer:
                 log.exception("trace listener %r failed", fn)
 
     def hook_failed(self, ext: str, hook: str, outcome: str, detail: str, ms: float,
-                    context: CallContext | None, reason: str = "") -> None:
+                    context: CallContext | None, reason: str = "", mode: str = "enforce") -> None:
         """An awaited hook failed open: log it and trace it with its outcome (error, timeout, skipped)."""
         detail = bounded(detail)
         log.warning("extension %r %s failed (%s): %s", ext, hook, outcome, detail)
-        self(hook, ext, outcome, latency_ms=ms, detail=detail, context=context, reason=reason)
+        self(hook, ext, outcome, latency_ms=ms, detail=detail, context=context, reason=reason, mode=mode)
 
     def observation_error(self, ext: str, err: pb.HookError, context: CallContext | None = None) -> None:
         """An extension reported a HookError for an observation (it has no reply to carry it).

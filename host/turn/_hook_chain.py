@@ -3,7 +3,8 @@
     beforeTurn      subclass before_turn -> TurnConfig; extensions' merged patch applied on top (granted scalars);
                     their headers/providerOptions kept apart for the plan (host/turn/_plan.py), host winning
     beforeToolCall  subclass before_tool_call, then the extensions always (they see its substituted input); a
-                    subclass block/substitute stands, else the extensions decide (block > substitute > allow)
+                    subclass block/substitute stands, else the extensions decide (block > substitute > allow);
+                    provenance "toolInput.<toolCallId>" names the mutators whose input change stands
     afterToolCall   subclass, then the extensions observe
     onStepFinish    subclass, then the extensions observe
     onChunk         subclass, then the extensions observe (only when one subscribes)
@@ -146,6 +147,8 @@ class HookChain:
         ext = await self.m.before_tool_call(snapshot, self.turn.context, deadline=self.turn.deadline)
         if decision.action != "allow":
             return decision  # the subclass's block/substitute stands; the extensions were told of the call
+        if ext is not None and ext.input_changed_by:  # provenance: the mutators whose input change stands
+            self.turn.provenance[f"toolInput.{ctx.tool_call_id}"] = ", ".join(ext.input_changed_by)
         if ext is None or ext.action == "allow" and not ext.has_input:
             return decision
         if ext.action == "block":

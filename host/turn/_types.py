@@ -238,7 +238,8 @@ class ChatResponseResult(_Ctx):
     failed_open: list[str] = Field(default_factory=list)  # extensions whose hook failed and was skipped
     # why, per extension in failed_open: "timeout", "error", "restarting", "quarantined" (host/turn/_attribution.py)
     failed_open_reasons: dict[str, list[str]] = Field(default_factory=dict)
-    # which extension set which TurnConfig field in beforeTurn (camelCase; "headers.<key>" for merged maps)
+    # which extension set which TurnConfig field in beforeTurn (camelCase; "headers.<key>" for merged maps), and
+    # "toolInput.<toolCallId>": the beforeToolCall mutators whose input change stands ("a, b": in that order)
     provenance: dict[str, str] = Field(default_factory=dict)
     # what extensions returned from beforeTurn that the host refused: {extension, hook, field, reason} each
     denied: list[TurnConfigDenial] = Field(default_factory=list)

@@ -73,16 +73,18 @@ class ToolSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ..., streaming: _Optional[bool] = ...) -> None: ...
 
 class CallContext(_message.Message):
-    __slots__ = ("session_id", "request_id", "traceparent", "tracestate")
+    __slots__ = ("session_id", "request_id", "traceparent", "tracestate", "deadline_unix_ms")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     TRACESTATE_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     request_id: str
     traceparent: str
     tracestate: str
-    def __init__(self, session_id: _Optional[str] = ..., request_id: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
+    deadline_unix_ms: int
+    def __init__(self, session_id: _Optional[str] = ..., request_id: _Optional[str] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ..., deadline_unix_ms: _Optional[int] = ...) -> None: ...
 
 class TurnSnapshot(_message.Message):
     __slots__ = ("system", "tool_names", "message_count", "continuation", "body_json", "model_id")

@@ -120,6 +120,8 @@ async def call_hook(ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, conte
     if isinstance(wait, Failure):
         return wait
     timeout, note = wait
+    # CallContext.deadline_unix_ms: when the host stops waiting (absolute, so it survives queueing on the wire)
+    getattr(frame, frame.WhichOneof("body") or "").context.deadline_unix_ms = int((time.time() + timeout) * 1000)
     try:
         if egress is not None:
             with egress.during(ext.name, context):

@@ -307,10 +307,20 @@ class ExtensionConnection:
         timer = loop.call_later(timeout_s, _expire, fut)
         try:
             return await fut
+        except (TimeoutError, asyncio.CancelledError):
+            self._give_up(fid)
+            raise
         finally:
             timer.cancel()
             self._pending.pop(fid, None)
             self._prelude_covers.pop(fid, None)
+
+    def _give_up(self, fid: int) -> None:
+        """The caller stopped waiting for awaited call `fid` (its deadline, a cancelled turn): on the stream, a
+        `cancel` frame tells the extension to stop the handler (one never sent, or already done, ignores it)."""
+        if self.streaming and self._broken is None and not self._closed:
+            self._outbox.append((_SEND, pb.HostFrame(cancel=pb.CancelCall(id=fid))))
+            self._hurry()
 
     def _remember(self, fid: int, kind: str) -> None:
         """Keep the body kind the reply to call `fid` must have (the RECENT_IDS latest calls)."""

@@ -164,6 +164,7 @@ async def execute_tool(registry: Registry, trace: Tracer, egress: EgressProxies 
     if parent:
         req.context.traceparent, req.context.tracestate = parent, state
     site = ToolCallSite(registry, trace, ext, conn, name, tool, ext.manifest.timeouts.tool_ms / 1000, context)
+    req.context.deadline_unix_ms = int((time.time() + site.timeout) * 1000)  # CallContext.deadline_unix_ms
     bounds = tool_reply_bounds(ext.manifest)
     with map_rpc_errors(site):
         with egress.during(ext.name, context) if egress is not None else contextlib.nullcontext():

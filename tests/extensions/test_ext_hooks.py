@@ -147,7 +147,8 @@ async def test_substitute_decision(manager: ExtensionManager, tmp_path: Path) ->
 
 
 async def test_allow_with_input(manager: ExtensionManager, tmp_path: Path) -> None:
-    await manager.load(hooks_manifest(tmp_path, "guard", hooks={"beforeToolCall": {"decisions": True}}))
+    mutator = {"beforeToolCall": {"decisions": True, "phase": "mutate"}}
+    await manager.load(hooks_manifest(tmp_path, "guard", hooks=mutator))
     decision = await manager.before_tool_call(call("shout", {"text": "hi"}))
     assert decision is not None and decision.action == "allow"
     assert decision.has_input and decision.input == {"text": "HI"}

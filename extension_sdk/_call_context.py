@@ -1,4 +1,4 @@
-"""Which session and turn the hook or tool call being served belongs to: `extension_sdk.current_call()`.
+"""Which session and turn the hook or tool call being served belongs to, and its deadline: `current_call()`.
 
 The call's W3C trace context (`traceparent`, `tracestate`) comes from the host's span for the call. When the
 extension has OpenTelemetry installed, it is also made the current OpenTelemetry context while the handler runs, so
@@ -8,6 +8,7 @@ the extension's own spans join the host's trace without any code.
 from __future__ import annotations
 
 import contextvars
+import time
 from typing import Any, NamedTuple
 
 from .proto import extension_pb2 as pb
@@ -19,7 +20,7 @@ class _Call(NamedTuple):
 
 
 class CallInfo(_Call):
-    """(session_id, request_id) of the call in progress — still a 2-tuple — plus its trace context."""
+    """(session_id, request_id) of the call in progress — still a 2-tuple — plus its trace context and deadline."""
 
     __slots__ = ()
 
@@ -32,9 +33,25 @@ class CallInfo(_Call):
     def tracestate(self) -> str:
         return _trace.get()[1]
 
+    @property
+    def deadline(self) -> float | None:
+        """When the host stops waiting for this call, in seconds since the epoch (compare with `time.time()`);
+        None when it set none (observations). Past it the host has given up and discards the answer; an async hook
+        handler is cancelled then (the host's `cancel` frame)."""
+        ms = _trace.get()[2]
+        return ms / 1000 if ms else None
+
+    @property
+    def remaining(self) -> float | None:
+        """Seconds left until `deadline` (negative once it passed); None when the call has no deadline."""
+        deadline = self.deadline
+        return None if deadline is None else deadline - time.time()
+
 
 _current: contextvars.ContextVar[CallInfo] = contextvars.ContextVar("hookwire_current_call", default=CallInfo("", ""))
-_trace: contextvars.ContextVar[tuple[str, str]] = contextvars.ContextVar("hookwire_current_trace", default=("", ""))
+# (traceparent, tracestate, deadline_unix_ms) of the call in progress
+_trace: contextvars.ContextVar[tuple[str, str, int]] = contextvars.ContextVar("hookwire_current_trace",
+                                                                             default=("", "", 0))
 
 try:  # OpenTelemetry is optional for an extension: without it, the trace context is only reported
     from opentelemetry import context as _otel_context
@@ -56,7 +73,7 @@ def current_call() -> CallInfo:
 
 def set_current_call(context: pb.CallContext) -> None:
     _current.set(CallInfo(context.session_id, context.request_id))
-    _trace.set((context.traceparent, context.tracestate))
+    _trace.set((context.traceparent, context.tracestate, context.deadline_unix_ms))
     if _propagator is not None and context.traceparent:
         carrier = {"traceparent": context.traceparent}
         if context.tracestate:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import datetime
 import functools
 import hmac
 import inspect
@@ -46,6 +47,14 @@ _SERVICE_PREFIX = "/hookwire.v1.Extension/"
 _MAX_UNREPORTED_ERRORS = 100
 _MISSING: Any = object()
 _SDK = f"extension_sdk/{__version__} python/{sys.version_info.major}.{sys.version_info.minor}"
+_HOST_GAVE_UP = "hookwire: the host gave up on this call"  # the message of a task cancelled by a `cancel` frame
+
+
+def _deadline_text(ms: int) -> str:
+    if not ms:
+        return "none"
+    stamp = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class TokenInterceptor(grpc.aio.ServerInterceptor):
@@ -326,6 +335,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
     async def _read_frames(self, frames: AsyncIterator[pb.HostFrame], out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
         tools: dict[int, asyncio.Task[None]] = {}
         hooks: set[asyncio.Task[None]] = set()  # awaited hooks in flight: they never hold up the frames after them
+        hook_ids: dict[int, tuple[asyncio.Task[None], pb.HostFrame]] = {}  # the same, by frame id (for `cancel`)
         unreported: list[pb.HookError] = []  # handler errors of observation frames nobody asked an answer for
         unacked = 0  # observations handled since the last ack sent: the next ack's `handled` counts them too
         try:
@@ -354,6 +364,9 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                     task = asyncio.create_task(self._answer_hook(fid, body, frame, out))
                     hooks.add(task)
                     task.add_done_callback(hooks.discard)
+                    if fid:
+                        hook_ids[fid] = (task, frame)
+                        task.add_done_callback(lambda _t, i=fid: hook_ids.pop(i, None))
                 elif body == "execute_tool":
                     task = asyncio.create_task(self._stream_tool(fid, frame.execute_tool, out))
                     tools[fid] = task
@@ -362,6 +375,8 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                     running = tools.get(frame.cancel.id)
                     if running is not None:
                         running.cancel()
+                    elif (hook := hook_ids.pop(frame.cancel.id, None)) is not None:
+                        self._host_gave_up(*hook)
                 elif fid:
                     # A frame kind this SDK does not know (a newer host): answer so nobody waits for it.
                     out.put_nowait(pb.ExtensionFrame(id=fid))
@@ -372,8 +387,31 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                 task.cancel()
             out.put_nowait(None)
 
+    def _host_gave_up(self, task: asyncio.Task[None], frame: pb.HostFrame) -> None:
+        """The host stopped waiting for an awaited hook (its deadline passed, or the turn was cancelled): cancel
+        the handler's task, and say so in the extension's log (an answer would be discarded anyway)."""
+        body = frame.WhichOneof("body") or ""
+        name = "beforeTurn" if body == "before_turn" else "beforeToolCall"
+        request = getattr(frame, body)
+        hook = self._hooks.get(name)
+        context = request.context
+        sync = hook is not None and not hook.is_async
+        log.warning("%s handler cancelled: the host gave up on it (deadline %s, request %r)%s", name,
+                    _deadline_text(context.deadline_unix_ms), context.request_id,
+                    "; a sync handler's thread cannot be stopped: it runs on, its answer is discarded" if sync else "")
+        task.cancel(_HOST_GAVE_UP)
+
     async def _answer_hook(self, fid: int, body: str, frame: pb.HostFrame,
                            out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
+        try:
+            await self._answer_hook_now(fid, body, frame, out)
+        except asyncio.CancelledError as exc:
+            if exc.args != (_HOST_GAVE_UP,):
+                raise
+            # cancelled by the host's `cancel` frame: no answer is owed (docs/protocol.md [5.5])
+
+    async def _answer_hook_now(self, fid: int, body: str, frame: pb.HostFrame,
+                               out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
         if body == "before_turn":
             turn = await self._before_turn(frame.before_turn)
             if fid:

@@ -28,6 +28,8 @@ class Grants:
     turn_config: tuple[str, ...] = ()  # camelCase TurnConfig fields beforeTurn may set
     decisions: bool = False  # beforeToolCall decisions are honoured
     host_bridge: bool = False  # a HostBridge client is available (HOOKWIRE_HOST_ADDRESS)
+    tool_phase: str = ""  # a decider's beforeToolCall phase: "mutate" | "validate" ("" when not a decider)
+    shadow_hooks: tuple[str, ...] = ()  # hooks in shadow mode: called live, nothing they return is applied
 
     @classmethod
     def from_proto(cls, granted: pb.Grants) -> Grants:
@@ -42,4 +44,6 @@ class Grants:
             turn_config=tuple(granted.turn_config),
             decisions=granted.decisions,
             host_bridge=granted.host_bridge,
+            tool_phase=granted.tool_phase,
+            shadow_hooks=tuple(granted.shadow_hooks),
         )

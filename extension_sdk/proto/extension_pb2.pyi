@@ -17,7 +17,7 @@ class DescribeRequest(_message.Message):
     def __init__(self, protocol_version: _Optional[str] = ..., granted: _Optional[_Union[Grants, _Mapping]] = ...) -> None: ...
 
 class Grants(_message.Message):
-    __slots__ = ("workspace", "messages", "context_read", "context_write", "send_message", "session_metadata", "network", "turn_config", "decisions", "host_bridge")
+    __slots__ = ("workspace", "messages", "context_read", "context_write", "send_message", "session_metadata", "network", "turn_config", "decisions", "host_bridge", "tool_phase", "shadow_hooks")
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_READ_FIELD_NUMBER: _ClassVar[int]
@@ -28,6 +28,8 @@ class Grants(_message.Message):
     TURN_CONFIG_FIELD_NUMBER: _ClassVar[int]
     DECISIONS_FIELD_NUMBER: _ClassVar[int]
     HOST_BRIDGE_FIELD_NUMBER: _ClassVar[int]
+    TOOL_PHASE_FIELD_NUMBER: _ClassVar[int]
+    SHADOW_HOOKS_FIELD_NUMBER: _ClassVar[int]
     workspace: str
     messages: str
     context_read: _containers.RepeatedScalarFieldContainer[str]
@@ -38,7 +40,9 @@ class Grants(_message.Message):
     turn_config: _containers.RepeatedScalarFieldContainer[str]
     decisions: bool
     host_bridge: bool
-    def __init__(self, workspace: _Optional[str] = ..., messages: _Optional[str] = ..., context_read: _Optional[_Iterable[str]] = ..., context_write: _Optional[_Iterable[str]] = ..., send_message: _Optional[bool] = ..., session_metadata: _Optional[bool] = ..., network: _Optional[_Iterable[str]] = ..., turn_config: _Optional[_Iterable[str]] = ..., decisions: _Optional[bool] = ..., host_bridge: _Optional[bool] = ...) -> None: ...
+    tool_phase: str
+    shadow_hooks: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, workspace: _Optional[str] = ..., messages: _Optional[str] = ..., context_read: _Optional[_Iterable[str]] = ..., context_write: _Optional[_Iterable[str]] = ..., send_message: _Optional[bool] = ..., session_metadata: _Optional[bool] = ..., network: _Optional[_Iterable[str]] = ..., turn_config: _Optional[_Iterable[str]] = ..., decisions: _Optional[bool] = ..., host_bridge: _Optional[bool] = ..., tool_phase: _Optional[str] = ..., shadow_hooks: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
     __slots__ = ("name", "version", "protocol_version", "hooks", "tools", "features", "description", "sdk")

@@ -5,6 +5,7 @@ So an extension learns its permissions from the host (docs/protocol.md §3) inst
 
 from __future__ import annotations
 
+from extension_sdk.proto import HOOK_NAMES
 from extension_sdk.proto import extension_pb2 as pb
 
 from ._manifest import Manifest
@@ -15,7 +16,8 @@ def _labels(rule: list[str] | str) -> list[str]:
 
 
 def grants_to_proto(manifest: Manifest) -> pb.Grants:
-    """The manifest's permissions (and hooks.beforeToolCall.decisions) as the wire message."""
+    """The manifest's permissions (and hooks.beforeToolCall decisions and phase, hooks in shadow mode) as the wire
+    message."""
     p = manifest.permissions
     return pb.Grants(
         workspace=p.workspace,
@@ -28,4 +30,6 @@ def grants_to_proto(manifest: Manifest) -> pb.Grants:
         turn_config=list(p.turn_config),
         decisions=manifest.hook_policy("beforeToolCall").decisions,
         host_bridge=p.grants_bridge(),
+        tool_phase=manifest.tool_phase() if manifest.hook_policy("beforeToolCall").decisions else "",
+        shadow_hooks=[h for h in HOOK_NAMES if manifest.hook_mode(h) == "shadow"],
     )

@@ -14,13 +14,13 @@ async def test_the_extension_is_told_its_grants_in_describe(manager: ExtensionMa
         tmp_path, "grants", "grants_ext.py",
         permissions={"workspace": "read", "context": {"read": "all", "write": ["grants.notes"]},
                      "session": {"metadata": True}, "turnConfig": ["system", "maxSteps"]},
-        hooks={"beforeToolCall": {"decisions": True}},
+        hooks={"beforeToolCall": {"decisions": True, "phase": "mutate", "mode": "shadow"}},
     )
     await manager.load(manifest)
     assert await manager.execute_tool("grants_granted", {}) == {
         "workspace": "read", "messages": "none", "context_read": ["all"], "context_write": ["grants.notes"],
         "send_message": False, "session_metadata": True, "network": [], "turn_config": ["system", "maxSteps"],
-        "decisions": True, "host_bridge": True,
+        "decisions": True, "host_bridge": True, "tool_phase": "mutate", "shadow_hooks": ["beforeToolCall"],
     }
 
 
@@ -28,4 +28,5 @@ async def test_an_extension_granted_nothing_is_told_so(manager: ExtensionManager
     await manager.load(write_manifest(tmp_path, "grants", "grants_ext.py"))
     granted = await manager.execute_tool("grants_granted", {})
     assert (granted["workspace"], granted["host_bridge"], granted["decisions"]) == ("none", False, False)
+    assert (granted["tool_phase"], granted["shadow_hooks"]) == ("", [])
     assert granted["turn_config"][:3] == ["system", "activeTools", "toolChoice"]  # the default: the scalars

@@ -110,3 +110,26 @@ def test_a_bad_phase_or_mode_is_an_error_naming_the_file_and_field(hooks: dict[s
         parse_manifest({"name": "g", "command": ["true"], "hooks": hooks}, "guard.yaml")
     assert (info.value.file, info.value.field) == ("guard.yaml", field)
     assert reason in info.value.reason
+
+
+class Counter:
+    """Stands in for the OpenTelemetry counter `hookwire.hook.outcomes` (the API is a no-op without an SDK)."""
+
+    def __init__(self) -> None:
+        self.added: list[dict[str, str]] = []
+
+    def add(self, value: int, attributes: dict[str, str]) -> None:
+        self.added.append(attributes)
+
+
+async def test_a_shadow_outcome_is_counted_with_the_shadow_mode_attribute(monkeypatch: pytest.MonkeyPatch) -> None:
+    from host import _telemetry
+
+    counter = Counter()
+    monkeypatch.setattr(_telemetry, "_hook_outcomes", counter)
+    d, _, _ = dispatcher([extension("guard", VALIDATE, mode="shadow"), extension("live", VALIDATE)],
+                         {"guard": decision_reply("BLOCK", reason="no"), "live": decision_reply("ALLOW")})
+    await d.before_tool_call(CALL, CTX, None)
+    counted = sorted((a["hookwire.extension"], a["hookwire.outcome"], a.get("hookwire.mode", ""))
+                     for a in counter.added)
+    assert counted == [("guard", "denied", "shadow"), ("live", "ok", "")]

@@ -254,9 +254,10 @@ async def merge_before_turn(subs: Sequence[ExtensionRuntime], snapshot: TurnSnap
         trace("beforeTurn", ext.name, "error" if problems_text else "ok", latency_ms=ms, mode=mode,
               detail="; ".join(t for t in (set_text, problems_text) if t), context=context)
         for d in refused:
-            log.warning("extension %r beforeTurn: field %s: %sdenied: %s", ext.name, d.field, would, d.reason)
-            trace("beforeTurn", ext.name, "denied", detail=bounded(f"{would}{d.field}: {d.reason}"), context=context,
-                  mode=mode)
+            log.warning("extension %r beforeTurn: field %s: %sdenied: %s", ext.name, d.field,
+                        "(shadow) " if would else "", d.reason)
+            trace("beforeTurn", ext.name, "denied", context=context, mode=mode,
+                  detail=bounded(f"{'shadow: would be denied: ' if would else ''}{d.field}: {d.reason}"))
         if mode == "enforce":
             denied.extend(refused)
     return MergedTurnPatch(patch=TurnPatch.model_construct(**merged), provenance=provenance, denied=denied)

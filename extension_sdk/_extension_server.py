@@ -404,22 +404,18 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
     async def _answer_hook(self, fid: int, body: str, frame: pb.HostFrame,
                            out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
         try:
-            await self._answer_hook_now(fid, body, frame, out)
+            if body == "before_turn":
+                turn = await self._before_turn(frame.before_turn)
+                if fid:
+                    out.put_nowait(pb.ExtensionFrame(id=fid, before_turn=turn))
+            else:
+                call = await self._before_tool_call(frame.before_tool_call)
+                if fid:
+                    out.put_nowait(pb.ExtensionFrame(id=fid, before_tool_call=call))
         except asyncio.CancelledError as exc:
             if exc.args != (_HOST_GAVE_UP,):
                 raise
             # cancelled by the host's `cancel` frame: no answer is owed (docs/protocol.md [5.5])
-
-    async def _answer_hook_now(self, fid: int, body: str, frame: pb.HostFrame,
-                               out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
-        if body == "before_turn":
-            turn = await self._before_turn(frame.before_turn)
-            if fid:
-                out.put_nowait(pb.ExtensionFrame(id=fid, before_turn=turn))
-        else:
-            call = await self._before_tool_call(frame.before_tool_call)
-            if fid:
-                out.put_nowait(pb.ExtensionFrame(id=fid, before_tool_call=call))
 
     async def _stream_tool(self, fid: int, request: pb.ExecuteToolRequest,
                            out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:

@@ -128,6 +128,9 @@ class HookPolicy(_Model):
     )
 
 
+_NO_POLICY = HookPolicy()  # the policy of a hook the manifest says nothing about (frozen: shared)
+
+
 class Limits(_Model):
     memory_mb: int = Field(
         default=512, ge=128, le=65_536,
@@ -264,7 +267,7 @@ class Manifest(_Model):
         return sanitize_name(self.name)
 
     def hook_policy(self, hook: str) -> HookPolicy:
-        return self.hooks.get(hook, HookPolicy())  # type: ignore[call-overload]
+        return self.hooks.get(hook) or _NO_POLICY  # type: ignore[call-overload]
 
     def hook_mode(self, hook: str) -> Literal["enforce", "shadow"]:
         """enforce or shadow for `hook`: the hook's own `mode`, else the extension's."""

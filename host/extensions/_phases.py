@@ -49,11 +49,10 @@ def shadowed(ext: ExtensionRuntime, hook: str) -> bool:
 
 async def ask_decider(ext: ExtensionRuntime, ctx: pb.CallContext, snap: pb.ToolCallSnapshot,
                       context: CallContext | None, deadline: float | None, call: HookCall,
-                      trace: Tracer) -> ExtensionDecision | None:
+                      trace: Tracer, phase: str) -> ExtensionDecision | None:
     """One decider's beforeToolCall, in its phase and mode: the decision to apply, or None.
 
     A shadow decider's answer is traced as what it would have done, and None is returned."""
-    phase = ext.manifest.tool_phase()
     mode = ext.manifest.hook_mode(HOOK)
     shadow = mode == "shadow"
     frame = pb.HostFrame(before_tool_call=pb.BeforeToolCallRequest(context=ctx, snapshot=snap, want_decision=True))
@@ -65,49 +64,45 @@ async def ask_decider(ext: ExtensionRuntime, ctx: pb.CallContext, snap: pb.ToolC
         return fail_decision(ext, snap.tool_name, answer.outcome, answer.detail, answer.ms, context, trace,
                              answer.reason, mode=mode, phase=phase)
     resp, ms = answer.frame.before_tool_call, answer.ms
-
-    def emit(outcome: str, detail: str = "") -> None:
-        trace(HOOK, ext.name, outcome, latency_ms=ms, detail=detail, context=context, mode=mode, phase=phase)
-
-    if not resp.HasField("decision"):
-        emit("ok")
-        return None
-    action, fields, problems = decision_from_proto(resp.decision)
-    for p in problems:
-        log.warning("extension %r beforeToolCall: invalid decision field %s: %s (ignored)", ext.name, p.field, p.reason)
-    serious = [p for p in problems if p.field in ("action", "input", "output")]
-    if serious and action in (None, "allow") and "input" not in fields:
-        return fail_decision(ext, snap.tool_name, "error", "; ".join(str(p) for p in serious), ms, context, trace,
-                             mode=mode, phase=phase)
-    if action == "block":
-        reason = fields.get("reason", "")
-        if shadow:
-            emit("denied", bounded(f"shadow: would block: {reason}" if reason else "shadow: would block"))
-            return None
-        emit("denied", reason)
-        return ExtensionDecision(action="block", reason=reason or f"blocked by extension {ext.name!r}",
-                                 extension=ext.name)
-    if action == "substitute":
-        output, detail = bounded_substitute(ext.manifest, resp.decision.output_json, fields["output"])
-        if shadow:
-            emit("ok", "; ".join(t for t in ("shadow: would substitute the output", detail) if t))
-            return None
-        emit("ok", detail)
-        return ExtensionDecision(action="substitute", output=output, reason=fields.get("reason"), extension=ext.name)
-    if action == "allow" and "input" in fields:
-        if phase == "validate":
-            log.warning("extension %r beforeToolCall: input change refused: a validator (hooks.beforeToolCall.phase: "
-                        "validate, the default) cannot change the input; set phase: mutate in %s", ext.name,
-                        ext.manifest_file)
-            emit("ok", ("shadow: " if shadow else "") + "input change refused (phase: validate); counted as allow")
-            return None
-        if shadow:
-            emit("ok", "shadow: would change the input")
-            return None
-        emit("ok", "changed the input")
-        return ExtensionDecision(action="allow", input=fields["input"], has_input=True, extension=ext.name)
-    emit("ok")
-    return None
+    outcome, detail, decision = "ok", "", None
+    if resp.HasField("decision"):
+        action, fields, problems = decision_from_proto(resp.decision)
+        for p in problems:
+            log.warning("extension %r beforeToolCall: invalid decision field %s: %s (ignored)", ext.name, p.field,
+                        p.reason)
+        serious = [p for p in problems if p.field in ("action", "input", "output")]
+        if serious and action in (None, "allow") and "input" not in fields:
+            return fail_decision(ext, snap.tool_name, "error", "; ".join(str(p) for p in serious), ms, context,
+                                 trace, mode=mode, phase=phase)
+        if action == "block":
+            outcome, reason = "denied", fields.get("reason", "")
+            if shadow:
+                detail = bounded(f"shadow: would block: {reason}" if reason else "shadow: would block")
+            else:
+                detail = reason
+                decision = ExtensionDecision(action="block", reason=reason or f"blocked by extension {ext.name!r}",
+                                             extension=ext.name)
+        elif action == "substitute":
+            output, detail = bounded_substitute(ext.manifest, resp.decision.output_json, fields["output"])
+            if shadow:
+                detail = "; ".join(t for t in ("shadow: would substitute the output", detail) if t)
+            else:
+                decision = ExtensionDecision(action="substitute", output=output, reason=fields.get("reason"),
+                                             extension=ext.name)
+        elif action == "allow" and "input" in fields:
+            if phase == "validate":
+                log.warning("extension %r beforeToolCall: input change refused: a validator (hooks.beforeToolCall."
+                            "phase: validate, the default) cannot change the input; set phase: mutate in %s",
+                            ext.name, ext.manifest_file)
+                detail = ("shadow: " if shadow else "") + "input change refused (phase: validate); counted as allow"
+            elif shadow:
+                detail = "shadow: would change the input"
+            else:
+                detail = "changed the input"
+                decision = ExtensionDecision(action="allow", input=fields["input"], has_input=True,
+                                             extension=ext.name)
+    trace(HOOK, ext.name, outcome, latency_ms=ms, detail=detail, context=context, mode=mode, phase=phase)
+    return decision
 
 
 async def decide_in_phases(deciders: Sequence[ExtensionRuntime], snapshot: ToolCallSnapshot,
@@ -115,20 +110,24 @@ async def decide_in_phases(deciders: Sequence[ExtensionRuntime], snapshot: ToolC
                            call: HookCall, trace: Tracer) -> ExtensionDecision | None:
     """beforeToolCall on the deciders: mutators in load order, then validators at once on the final input."""
     ctx = context_to_proto(context)
-    mutators = [ext for ext in deciders if ext.manifest.tool_phase() == "mutate"]
-    validators = [ext for ext in deciders if ext.manifest.tool_phase() == "validate"]
+    mutators: list[ExtensionRuntime] = []
+    validators: list[ExtensionRuntime] = []
+    for ext in deciders:
+        (mutators if ext.manifest.tool_phase() == "mutate" else validators).append(ext)
     decisions: list[ExtensionDecision | None] = []
     changed_by: list[str] = []
     current: Any = snapshot.input
     for ext in mutators:
-        decision = await ask_decider(ext, ctx, snap, context, deadline, call, trace)
+        decision = await ask_decider(ext, ctx, snap, context, deadline, call, trace, "mutate")
         decisions.append(decision)
         if decision is not None and decision.action == "allow" and decision.has_input:
             current = decision.input
             changed_by.append(ext.name)
             snap = tool_call_to_proto(snapshot.model_copy(update={"input": current}))
-    if validators:
-        decisions.extend(await asyncio.gather(*(ask_decider(ext, ctx, snap, context, deadline, call, trace)
+    if len(validators) == 1:  # the common case: no task of its own
+        decisions.append(await ask_decider(validators[0], ctx, snap, context, deadline, call, trace, "validate"))
+    elif validators:
+        decisions.extend(await asyncio.gather(*(ask_decider(ext, ctx, snap, context, deadline, call, trace, "validate")
                                                 for ext in validators)))
     final = first_by_precedence(decisions)
     if final is None or not changed_by:

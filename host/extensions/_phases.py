@@ -5,7 +5,7 @@ Phases (manifest `hooks.beforeToolCall.phase`, default `validate`; only deciders
 - **mutate**: asked one after another, in load order, each with the input the mutators before it left. A mutator
   may allow with a new input (the next one sees it), substitute, block or just allow.
 - **validate**: asked all at once, after every mutator, with the **final** input. A validator may allow, block or
-  substitute (the tool then does not run, so no validator was shown an input that does not run). A validator
+  substitute (a verdict: the tool then does not run at all, whatever its input). A validator
   that answers allow-with-input is refused: its change is dropped (logged, and traced as "input change refused"),
   its answer counts as a plain allow. So no validator ever judged an input that a later decider changed.
 
@@ -40,11 +40,6 @@ from ._trace import Tracer, bounded
 log = logging.getLogger("hookwire.extensions")
 
 HOOK = "beforeToolCall"
-
-
-def shadowed(ext: ExtensionRuntime, hook: str) -> bool:
-    """True when `hook` of `ext` runs in shadow mode (nothing it returns is applied)."""
-    return ext.manifest.hook_mode(hook) == "shadow"
 
 
 async def ask_decider(ext: ExtensionRuntime, ctx: pb.CallContext, snap: pb.ToolCallSnapshot,

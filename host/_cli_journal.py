@@ -172,6 +172,9 @@ async def _replay(store: Any, args: argparse.Namespace) -> int:
     else:
         _say(f"replay of session {report.session_id}: {report.extension}'s journaled answers against "
              f"{report.against}")
+        if report.chain_broken:
+            _say(f"warning: the session's journal chain is broken ({report.chain_broken}); `hookwire journal "
+                 "verify` says more", sys.stderr)
         for turn in report.turns:
             _say(f"turn {turn.request_id}: {'same' if turn.same else 'differs'}")
             for item in turn.items:

@@ -20,8 +20,9 @@ from extension_sdk.proto import extension_pb2 as pb
 
 from .extensions._dispatch import call_hook
 from .extensions._manager import ExtensionManager
+from .extensions._manifest import load_manifest
 from .extensions._snapshots import CallContext
-from .turn._journal import JournalEntry
+from .turn._journal import JournalEntry, verify_chain
 from .turn._journal_writer import outcome_of
 
 REPLAYED_HOOKS = ("beforeTurn", "beforeToolCall")
@@ -60,6 +61,7 @@ class ReplayReport(BaseModel):
     against: str  # the manifest's extension, name@version
     turns: list[ReplayTurn] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)  # why some entries were not sent
+    chain_broken: str = ""  # the journal's chain does not hold (replayed anyway): where and why
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -129,21 +131,28 @@ async def replay(store: Any, session_id: str, manifest: str | Path, *, as_name: 
     rows = await store.journal(session_id)
     if not rows:
         raise ReplayError(f"session {session_id!r} has no journal entries in this store")
+    try:
+        parsed = load_manifest(manifest)
+    except Exception as exc:  # noqa: BLE001 - one line for the CLI (the error names the file and field)
+        raise ReplayError(str(exc)) from None
+    name = as_name or parsed.name
+    entries = [(row, row.parsed()) for row in rows]
+    mine = [(row, e) for row, e in entries if e.extension == name]
+    if not mine:
+        present = ", ".join(sorted({e.extension for _, e in entries}))
+        raise ReplayError(f"session {session_id!r} has no journal entries of extension {name!r} (it has "
+                          f"entries of: {present}); pass --as NAME to compare with another extension's")
+    broken, _ = verify_chain(rows)
     async with ExtensionManager(sandbox=sandbox) as manager:  # type: ignore[arg-type]
         try:
-            info = await manager.load(manifest, remember=False)
+            info = await manager.load(parsed, remember=False)
         except Exception as exc:  # noqa: BLE001 - one line for the CLI
             raise ReplayError(f"cannot start the extension of {manifest}: {exc}") from None
         ext = manager._registry.exts[info.name]  # the runtime itself: replay sends raw frames to it
-        name = as_name or info.name
-        entries = [(row, row.parsed()) for row in rows]
-        mine = [(row, e) for row, e in entries if e.extension == name]
-        if not mine:
-            present = ", ".join(sorted({e.extension for _, e in entries}))
-            raise ReplayError(f"session {session_id!r} has no journal entries of extension {name!r} (it has "
-                              f"entries of: {present}); pass --as NAME to compare with another extension's")
         serves = {h for h in REPLAYED_HOOKS if h in ext.hooks and (h != "beforeToolCall" or ext.deciders)}
         report = ReplayReport(session_id=session_id, extension=name, against=f"{info.name}@{info.version}")
+        if broken is not None:
+            report.chain_broken = f"entry {broken.seq}: {broken.problem}"
         turns: dict[str, ReplayTurn] = {}
         not_served: dict[str, int] = {}
         for row, entry in mine:

@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS journal (
     session_id TEXT NOT NULL,
     seq        INTEGER NOT NULL,
     request_id TEXT NOT NULL,
+    submission_id TEXT NOT NULL,
     hook       TEXT NOT NULL,
     extension  TEXT NOT NULL,
     entry      TEXT NOT NULL,
@@ -33,6 +34,7 @@ CREATE TABLE IF NOT EXISTS hookwire_journal (
     session_id TEXT NOT NULL,
     seq        BIGINT NOT NULL,
     request_id TEXT NOT NULL,
+    submission_id TEXT NOT NULL,
     hook       TEXT NOT NULL,
     extension  TEXT NOT NULL,
     entry      TEXT NOT NULL,
@@ -46,7 +48,7 @@ CREATE TABLE IF NOT EXISTS hookwire_journal (
 #: the second key class of PostgreSQL's advisory locks used here (see _pg_store's lock ids)
 PG_JOURNAL_LOCK = 0x686B0003
 
-_COLUMNS = "session_id, seq, request_id, hook, extension, entry, snapshot, hash, created_at"
+_COLUMNS = "session_id, seq, request_id, submission_id, hook, extension, entry, snapshot, hash, created_at"
 
 
 def _rows(session_id: str, last: tuple[int, str] | None,
@@ -58,24 +60,30 @@ def _rows(session_id: str, last: tuple[int, str] | None,
         seq += 1
         entry, text = seal(draft, seq, prev)
         prev = entry.hash
-        out.append((session_id, seq, draft.request_id, draft.hook, draft.extension, text, snapshot, entry.hash, now))
+        out.append((session_id, seq, draft.request_id, draft.submission_id, draft.hook, draft.extension, text, snapshot, entry.hash, now))
     return out
 
 
 def sqlite_append(conn: sqlite3.Connection, session_id: str, drafts: list[tuple[JournalDraft, str | None]]) -> None:
     row = conn.execute("SELECT seq, hash FROM journal WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
                        (session_id,)).fetchone()
-    conn.executemany(f"INSERT INTO journal ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    conn.executemany(f"INSERT INTO journal ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      _rows(session_id, None if row is None else (int(row[0]), str(row[1])), drafts))
 
 
-def sqlite_read(conn: sqlite3.Connection, session_id: str | None) -> list[JournalRow]:
+def _where(session_id: str | None, submission_id: str | None, mark: str) -> tuple[str, tuple[str, ...]]:
     if session_id is None:
-        rows = conn.execute("SELECT session_id, seq, entry, hash, snapshot FROM journal "
-                            "ORDER BY session_id, seq").fetchall()
-    else:
-        rows = conn.execute("SELECT session_id, seq, entry, hash, snapshot FROM journal WHERE session_id = ? "
-                            "ORDER BY seq", (session_id,)).fetchall()
+        return "", ()
+    if submission_id is None:
+        return f" WHERE session_id = {mark}", (session_id,)
+    return f" WHERE session_id = {mark} AND submission_id = {mark}", (session_id, submission_id)
+
+
+def sqlite_read(conn: sqlite3.Connection, session_id: str | None,
+                submission_id: str | None = None) -> list[JournalRow]:
+    where, params = _where(session_id, submission_id, "?")
+    rows = conn.execute(f"SELECT session_id, seq, entry, hash, snapshot FROM journal{where} ORDER BY session_id, seq",
+                        params).fetchall()
     return [JournalRow(session_id=s, seq=q, entry=e, hash=h, snapshot=p) for s, q, e, h, p in rows]
 
 
@@ -86,15 +94,12 @@ async def pg_append(conn: Any, session_id: str, drafts: list[tuple[JournalDraft,
         (session_id,))).fetchone()
     async with conn.cursor() as cur:
         await cur.executemany(
-            f"INSERT INTO hookwire_journal ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            f"INSERT INTO hookwire_journal ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             _rows(session_id, None if row is None else (int(row[0]), str(row[1])), drafts))
 
 
-async def pg_read(conn: Any, session_id: str | None) -> list[JournalRow]:
-    if session_id is None:
-        cur = await conn.execute("SELECT session_id, seq, entry, hash, snapshot FROM hookwire_journal "
-                                 "ORDER BY session_id, seq")
-    else:
-        cur = await conn.execute("SELECT session_id, seq, entry, hash, snapshot FROM hookwire_journal "
-                                 "WHERE session_id = %s ORDER BY seq", (session_id,))
+async def pg_read(conn: Any, session_id: str | None, submission_id: str | None = None) -> list[JournalRow]:
+    where, params = _where(session_id, submission_id, "%s")
+    cur = await conn.execute(f"SELECT session_id, seq, entry, hash, snapshot FROM hookwire_journal{where} "
+                             "ORDER BY session_id, seq", params)
     return [JournalRow(session_id=s, seq=int(q), entry=e, hash=h, snapshot=p) for s, q, e, h, p in await cur.fetchall()]

@@ -193,7 +193,7 @@ class SessionJournal:
     async def _load_reusable(self, request_id: str) -> dict[tuple[str, str, str], Reused]:
         submission = self._submissions.get(request_id, "")
         verdicts: dict[tuple[str, str, str], Reused] = {}
-        for row in await self._store.journal(self._sid):
+        for row in await self._store.journal(self._sid, submission) if submission else []:
             if row.snapshot is None:
                 continue
             entry = row.parsed()

@@ -490,9 +490,10 @@ class PostgresMessageStore:
         """Append entries (with their kept snapshots) at the end of the session's hash chain (host/turn/_journal.py)."""
         await self._run(lambda conn: _journal_sql.pg_append(conn, session_id, drafts))
 
-    async def journal(self, session_id: str | None = None) -> list[JournalRow]:
-        """The session's journal rows in order (None: every session's, by session then order)."""
-        return await self._run(lambda conn: _journal_sql.pg_read(conn, session_id))
+    async def journal(self, session_id: str | None = None, submission_id: str | None = None) -> list[JournalRow]:
+        """The session's journal rows in order (None: every session's, by session then order); with
+        `submission_id`, only the entries of that durable submission's turns."""
+        return await self._run(lambda conn: _journal_sql.pg_read(conn, session_id, submission_id))
 
     # ------------------------------------------------------------------ lifecycle
 

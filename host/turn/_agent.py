@@ -80,6 +80,8 @@ class Agent:
     api_base: str | None = None
     api_key: str | None = None
     model_options: dict[str, Any] | None = None
+    # Journal every awaited hook outcome in the store, hash-chained (host/turn/_journal_writer.py; README).
+    journal: bool = True
 
     def __init__(
         self,

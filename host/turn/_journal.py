@@ -71,12 +71,12 @@ class JournalEntry(JournalDraft):
     hash: str = ""
 
 
-def seal(draft: JournalDraft, seq: int, prev_hash: str) -> tuple[JournalEntry, str]:
-    """The entry at `seq` after `prev_hash`, and its canonical JSON text (what is stored and hashed)."""
-    body = draft.model_dump()
+def seal(draft: JournalDraft, seq: int, prev_hash: str) -> tuple[str, str]:
+    """(hash, canonical JSON text) of the entry at `seq` after `prev_hash`: what is stored and hashed."""
+    body = dict(draft.__dict__)
     body["seq"], body["prev_hash"] = seq, prev_hash
     text = canonical_json(body)
-    return JournalEntry(**body, hash=sha256_text(text)), text
+    return sha256_text(text), text
 
 
 class JournalRow(BaseModel):

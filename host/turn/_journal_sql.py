@@ -58,9 +58,10 @@ def _rows(session_id: str, last: tuple[int, str] | None,
     out = []
     for draft, snapshot in drafts:
         seq += 1
-        entry, text = seal(draft, seq, prev)
-        prev = entry.hash
-        out.append((session_id, seq, draft.request_id, draft.submission_id, draft.hook, draft.extension, text, snapshot, entry.hash, now))
+        digest, text = seal(draft, seq, prev)
+        prev = digest
+        out.append((session_id, seq, draft.request_id, draft.submission_id, draft.hook, draft.extension, text, snapshot,
+                    digest, now))
     return out
 
 

@@ -161,7 +161,7 @@ class SessionJournal:
         sha, kept = snapshot_text(snap)
         outcome, decision, reason = outcome_of(record.hook, record.answer)
         ctx = record.context
-        draft = JournalDraft(
+        draft = JournalDraft.model_construct(  # our own values: not validated again on the way to the store
             session_id=ctx.session_id, request_id=ctx.request_id,
             submission_id=self._submissions.get(ctx.request_id, ""),
             call_id=str(snap.get("toolCallId", "")) if record.hook == "beforeToolCall" else "",
@@ -212,10 +212,10 @@ class SessionJournal:
 
 
 def attach(agent: Agent) -> None:
-    """Give the agent's session a journal, when it has extensions and a store that keeps one."""
+    """Give the agent's session a journal, when it has extensions, a store that keeps one, and `journal` on."""
     manager, store = agent._manager, agent.store.raw if agent.store is not None else None
     tap = getattr(manager, "journal", None)
-    if tap is None or not hasattr(store, "append_journal"):
+    if tap is None or not agent.journal or not hasattr(store, "append_journal"):
         return
     journal = SessionJournal(store, agent.session_id)
     tap.attach(agent.session_id, journal)

@@ -27,9 +27,9 @@ def draft(i: int, session: str = "s1") -> JournalDraft:
 def chain(n: int) -> list[JournalRow]:
     rows, prev = [], GENESIS
     for i in range(1, n + 1):
-        entry, text = seal(draft(i), i, prev)
-        rows.append(JournalRow(session_id="s1", seq=i, entry=text, hash=entry.hash, snapshot=f"snap {i}"))
-        prev = entry.hash
+        digest, text = seal(draft(i), i, prev)
+        rows.append(JournalRow(session_id="s1", seq=i, entry=text, hash=digest, snapshot=f"snap {i}"))
+        prev = digest
     return rows
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -95,3 +96,39 @@ def test_header_values_an_extension_sets_are_journaled_as_their_sha256_only() ->
     assert (outcome, decision) == ("ok", {"set": {"maxSteps": 2, "headers": {
         "Authorization": "sha256:" + sha256_text("Bearer sk-secret")}}})
     assert "sk-secret" not in json.dumps(decision)
+
+
+async def test_a_version_1_sqlite_store_gets_the_journal_on_open(tmp_path: Path) -> None:
+    from host.turn._store import _SCHEMA_V1
+
+    db = tmp_path / "v1.db"
+    with sqlite3.connect(db) as conn:  # a store as hookwire wrote it before the journal
+        conn.executescript(_SCHEMA_V1 + "; PRAGMA user_version = 1;")
+    store = open_store(str(db))
+    try:
+        await store.append_journal("s1", [(draft(1), "snap 1")])
+        assert [r.parsed().call_id for r in await store.journal("s1")] == ["call_1"]
+    finally:
+        await store.close()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+async def test_a_version_1_postgresql_store_gets_the_journal_on_open(postgres: Any) -> None:
+    url = postgres.new_url()
+    store = open_store(url)
+    await store.open()
+    await store.close()
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:  # back to the schema before the journal
+        conn.execute("DROP TABLE hookwire_journal")
+        conn.execute("UPDATE hookwire_schema SET version = 1")
+    store = open_store(url)
+    try:
+        await store.append_journal("s1", [(draft(1), "snap 1")])
+        assert [r.parsed().call_id for r in await store.journal("s1")] == ["call_1"]
+    finally:
+        await store.close()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT version FROM hookwire_schema").fetchone() == (2,)

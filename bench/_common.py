@@ -91,6 +91,8 @@ GOALS: dict[str, Goal] = {
     "host_ms_per_turn_500_msgs": Goal("info", text="~ the 10-message figure"),
     "loop_lag_p99_ms": Goal("info"),
     "loop_lag_max_ms": Goal("<=", 150),
+    "journal_us_per_entry": Goal("<=", 200),
+    "journal_turn_ratio_5ext_deciders": Goal("<=", 1.05),
 }
 
 

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import _cli_journal
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 DEFAULT_MODEL = "hookwire/scripted"
@@ -96,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     test.add_argument("--sandbox", choices=["auto", "off", "required"], default="auto")
 
     sub.add_parser("doctor", help="versions and which sandbox layers this machine can enforce")
+    _cli_journal.register(sub)  # journal show|verify, replay (host/_cli_journal.py)
     return p
 
 
@@ -354,6 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.ext_command == "test":
                 return asyncio.run(_cmd_test(args))
             return asyncio.run(_cmd_list(args.extension, args.sandbox, args.json))
+        if args.command in _cli_journal.COMMANDS:
+            return _cli_journal.run(args)
         if args.command == "doctor":
             return _cmd_doctor()
         if args.command == "run":

@@ -27,6 +27,7 @@ from ..sandbox._plan import SandboxMode
 from ..sandbox._zygote import Zygote, zygote_enabled
 from . import _tool_call
 from ._dispatch import Dispatcher
+from ._journal_tap import JournalTap
 from ._launch import Launcher
 from ._manifest import Manifest, load_manifest
 from ._persistence import ExtensionMemory
@@ -69,6 +70,8 @@ class ExtensionManager:
         self._trace = Tracer()
         self._egress = EgressProxies(self._trace, egress_resolver)  # per-extension proxies (permissions.network)
         self._dispatch = Dispatcher(self._registry, self._trace, self._egress)
+        self.journal = JournalTap(self._trace)  # awaited hook calls of sessions with a journal (host/turn/_journal_writer.py)
+        self.journal.install(self._dispatch)
         self._launcher = Launcher(
             self._registry, sandbox=sandbox, runtime_parent=runtime_dir,
             zygote=Zygote() if zygote and zygote_enabled() else None, egress=self._egress,

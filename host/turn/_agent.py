@@ -24,6 +24,7 @@ from .._heap import freeze_startup_heap
 from .._errors import NestedTurnError, ToolNameCollision
 from ..extensions._snapshots import TraceEvent
 from ..extensions._tool_names import collision_message, host_collisions
+from . import _journal_writer
 from ._chat_errors import default_context_overflow_classifier
 from ._hook_chain import TurnRecord
 from ._session import Session, maybe_await
@@ -79,6 +80,8 @@ class Agent:
     api_base: str | None = None
     api_key: str | None = None
     model_options: dict[str, Any] | None = None
+    # Journal every awaited hook outcome in the store, hash-chained (host/turn/_journal_writer.py; README).
+    journal: bool = True
 
     def __init__(
         self,
@@ -234,6 +237,7 @@ class Agent:
                 self._manager.protect_paths(self._private_paths())  # for what it starts from now on
             self._manager.register_session(self.session_id, self._services)
             self._manager.add_trace_listener(self._on_trace)
+            _journal_writer.attach(self)  # the decision journal (host/turn/_journal_writer.py)
         configured = await maybe_await(self.configure_session(self.session))
         if isinstance(configured, Session):
             self.session = configured
@@ -253,6 +257,8 @@ class Agent:
         if self._manager is not None:
             with contextlib.suppress(Exception):
                 self._manager.remove_trace_listener(self._on_trace)
+            with contextlib.suppress(Exception):
+                await _journal_writer.detach(self)
             with contextlib.suppress(Exception):
                 self._manager.unregister_session(self.session_id)
             if self._owns_manager:
@@ -497,6 +503,7 @@ class Agent:
                 await self.store.set_submission_status(sid, "completed")
                 return ChatResponseResult(status="completed", message=answer, request_id=rid)
             await self.store.set_submission_status(sid, "running")
+            _journal_writer.expect_submission(self, rid, sid)  # reuse the verdicts its earlier attempts journaled
             result = await self._runner.run(self._request(rid, messages, False, body, None, "submit_messages"))
             await self.store.set_submission_status(sid, result.status, result.error)
             return result

@@ -29,9 +29,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from . import _journal_sql
+from ._journal import JournalDraft, JournalRow
 from ._store import OPEN_SUBMISSION_STATUSES, StoreError, StoreVersionError, _check_message, strict_json
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the decision journal (host/turn/_journal_sql.py)
 IDLE_LEASE_CONNECTIONS = 16
 CONNECT_TIMEOUT_S = 10
 # advisory lock class ids (the first key of pg_advisory_lock(int4, int4)); the second key is hashtext(session id)
@@ -158,14 +160,17 @@ class PostgresMessageStore:
             async with conn.transaction():
                 # The DDL only when the schema is missing: CREATE INDEX IF NOT EXISTS still waits for the table's
                 # lock, which another host's open claim transaction holds for as long as its submission runs.
-                if await self._schema_version(conn) is None:
+                version = await self._schema_version(conn)
+                if version is None or version < SCHEMA_VERSION:
                     await conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SCHEMA_LOCK,))
-                    for statement in _SCHEMA.split(";"):
+                    for statement in (_SCHEMA + ";" + _journal_sql.PG_DDL).split(";"):
                         if statement.strip():
                             await conn.execute(statement)
                 row = await (await conn.execute("SELECT version FROM hookwire_schema")).fetchone()
                 if row is None:
                     await conn.execute("INSERT INTO hookwire_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+                elif row[0] < SCHEMA_VERSION:
+                    await conn.execute("UPDATE hookwire_schema SET version = %s", (SCHEMA_VERSION,))
                 elif row[0] > SCHEMA_VERSION:
                     raise StoreVersionError(
                         f"message store {redact(self.url)!r} has schema version {row[0]}, newer than this hookwire "
@@ -478,6 +483,17 @@ class PostgresMessageStore:
             )
 
         await self._run(op)
+
+    # ------------------------------------------------------------------ the decision journal
+
+    async def append_journal(self, session_id: str, drafts: list[tuple[JournalDraft, str | None]]) -> None:
+        """Append entries (with their kept snapshots) at the end of the session's hash chain (host/turn/_journal.py)."""
+        await self._run(lambda conn: _journal_sql.pg_append(conn, session_id, drafts))
+
+    async def journal(self, session_id: str | None = None, submission_id: str | None = None) -> list[JournalRow]:
+        """The session's journal rows in order (None: every session's, by session then order); with
+        `submission_id`, only the entries of that durable submission's turns."""
+        return await self._run(lambda conn: _journal_sql.pg_read(conn, session_id, submission_id))
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._errors import StoreError, StoreVersionError
+from . import _journal_sql
+from ._journal import JournalDraft, JournalRow
 from ._transcript_cache import TranscriptCache, signature
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the decision journal (host/turn/_journal_sql.py)
 BUSY_TIMEOUT_MS = 10_000
 #: Submission statuses that ``pending_submissions`` returns (work not finished yet: to run or to resume).
 OPEN_SUBMISSION_STATUSES = ("pending", "running")
@@ -143,7 +145,7 @@ class MessageStore:
                         f"supports ({SCHEMA_VERSION}); upgrade hookwire or use another store file"
                     )
                 if version < SCHEMA_VERSION:
-                    for statement in _SCHEMA_V1.split(";"):
+                    for statement in (_SCHEMA_V1 + ";" + _journal_sql.SQLITE_DDL).split(";"):
                         if statement.strip():
                             conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -393,6 +395,17 @@ class MessageStore:
             )
 
         await self._write(op)
+
+    # ------------------------------------------------------------------ the decision journal
+
+    async def append_journal(self, session_id: str, drafts: list[tuple[JournalDraft, str | None]]) -> None:
+        """Append entries (with their kept snapshots) at the end of the session's hash chain (host/turn/_journal.py)."""
+        await self._write(lambda conn: _journal_sql.sqlite_append(conn, session_id, drafts))
+
+    async def journal(self, session_id: str | None = None, submission_id: str | None = None) -> list[JournalRow]:
+        """The session's journal rows in order (None: every session's, by session then order); with
+        `submission_id`, only the entries of that durable submission's turns."""
+        return await self._run(lambda conn: _journal_sql.sqlite_read(conn, session_id, submission_id))
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -30,6 +30,7 @@ from pydantic import BaseModel
 from .. import _telemetry as telemetry
 from .._errors import ChatStreamStallError
 from ..extensions._tool_names import withhold_shadowing
+from . import _journal_writer
 from ._attribution import attribute
 from ._chat_errors import TurnAborted, error_message
 from ._hook_chain import HookChain, TurnRecord
@@ -108,6 +109,7 @@ class TurnRunner:
                             await self.a._manager.flush(turn.context)
                         except Exception:
                             logger.exception("flushing extension observations failed (session %s)", self.a.session_id)
+                    await _journal_writer.flush(self.a, turn.request_id)  # the turn's journal entries are stored
                     result.trace = list(turn.trace)
                     result.failed_open, result.failed_open_reasons = attribute(result.trace, turn.request_id)
                     result.provenance = dict(turn.provenance)

@@ -292,7 +292,7 @@ async def test_file_store_uses_wal(db: Path) -> None:
 async def test_schema_version_is_recorded(db: Path) -> None:
     await MessageStore(db).close()
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
 
 
 async def test_newer_schema_version_is_refused_with_clear_error(db: Path) -> None:

@@ -61,15 +61,14 @@ class JournalSink(Protocol):
 
 def hook_mode(ext: ExtensionRuntime, hook: str) -> str:
     """The extension's mode for `hook` ("enforce" | "shadow"): the hook's own, else the extension's."""
-    policy = ext.manifest.hook_policy(hook)
-    return str(getattr(policy, "mode", None) or getattr(ext.manifest, "mode", None) or "enforce")
+    return ext.manifest.hook_mode(hook)
 
 
 def hook_phase(ext: ExtensionRuntime, hook: str) -> str:
     """beforeToolCall's phase ("mutate" | "validate", default validate); "" for other hooks."""
     if hook != "beforeToolCall":
         return ""
-    return str(getattr(ext.manifest.hook_policy(hook), "phase", None) or "validate")
+    return ext.manifest.tool_phase()
 
 
 class JournalTap:

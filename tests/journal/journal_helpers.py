@@ -15,13 +15,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 GUARD = Path(__file__).parent / "fixtures" / "guard_ext.py"
 
 
-def guard_manifest(tmp_path: Path, *args: str, version: str = "1.0.0", name: str = "guard") -> Path:
+def guard_manifest(tmp_path: Path, *args: str, version: str = "1.0.0", name: str = "guard", **fields: Any) -> Path:
     data: dict[str, Any] = {
         "name": name,
         "version": version,
         "command": ["python", str(GUARD), "--version", version, *args],
         "timeouts": {"startMs": 15000, "shutdownMs": 1000},
         "hooks": {"beforeToolCall": {"decisions": True}},
+        **fields,
     }
     path = tmp_path / f"{name}-{version}.yaml"
     path.write_text(yaml.safe_dump(data))

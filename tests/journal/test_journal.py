@@ -125,3 +125,19 @@ async def open_journal(db: Path) -> list:  # type: ignore[type-arg]
         return await store.journal("s1")
     finally:
         await store.close()
+
+
+async def test_a_shadow_guards_block_is_journaled_as_shadow_while_the_tool_runs(tmp_path: Path) -> None:
+    location = str(tmp_path / "sessions.db")
+    manifest = guard_manifest(tmp_path, "--block", "guard_ping", mode="shadow")
+    async with Scripted(session_id="s1", store=location, extensions=[manifest], sandbox="off") as agent:
+        result = await agent.chat(BLOCKED_CALL)
+    store = open_store(location)
+    try:
+        rows = await store.journal("s1")
+    finally:
+        await store.close()
+    call = [row.parsed() for row in rows if row.parsed().hook == "beforeToolCall"]
+    assert result.message["content"] == "Tool results: guard_ping -> pong: hi."
+    assert [(e.mode, e.phase, e.outcome, e.reason) for e in call] == [
+        ("shadow", "validate", "block", "guard_ping is off limits")]

@@ -79,6 +79,9 @@ class Agent:
     api_base: str | None = None
     api_key: str | None = None
     model_options: dict[str, Any] | None = None
+    # litellm's own per-call cost calculation and success logging for this agent's model calls: off (None) unless
+    # HOOKWIRE_LITELLM_BOOKKEEPING=1 or a litellm callback is registered; True turns it on (host/turn/_litellm_work.py)
+    litellm_bookkeeping: bool | None = None
 
     def __init__(
         self,
@@ -93,6 +96,7 @@ class Agent:
         api_base: str | None = None,
         api_key: str | None = None,
         model_options: dict[str, Any] | None = None,
+        litellm_bookkeeping: bool | None = None,
     ) -> None:
         self.session_id = session_id
         self._store_spec = store
@@ -109,6 +113,8 @@ class Agent:
             self.api_key = api_key
         if model_options is not None:
             self.model_options = dict(model_options)
+        if litellm_bookkeeping is not None:
+            self.litellm_bookkeeping = litellm_bookkeeping
         self.store: SessionStore = None  # type: ignore[assignment]  # set by start()
         self._owns_store = False
         self.session: Session = Session()

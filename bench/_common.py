@@ -80,8 +80,6 @@ GOALS: dict[str, Goal] = {
     "turn_overhead_ratio_5ext": Goal("info"),
     "concurrent_turns_per_s": Goal(">=", 40),
     "concurrent_turn_p99_ms": Goal("<=", 1500),
-    "turn_vs_litellm_ratio": Goal("<=", 1.15),
-    "litellm_call_cpu_ms": Goal("info"),
     "overhead_ms_by_ext_count": Goal("info", text="linear, no cliff"),
     "egress_proxy_overhead_ms": Goal("info"),
     "egress_proxy_ratio": Goal("info"),
@@ -93,6 +91,9 @@ GOALS: dict[str, Goal] = {
     "host_ms_per_turn_500_msgs": Goal("info", text="~ the 10-message figure"),
     "loop_lag_p99_ms": Goal("info"),
     "loop_lag_max_ms": Goal("<=", 150),
+    # issue 16 §2: a turn against the bare litellm calls it makes (bench/litellm_floor.py)
+    "turn_vs_litellm_ratio": Goal("<=", 1.15),
+    "litellm_call_cpu_ms": Goal("info"),
 }
 
 

@@ -79,10 +79,6 @@ def quiet_context(setting: bool | None, request: Mapping[str, Any] | None = None
     return ctx
 
 
-def is_quiet() -> bool:
-    return _quiet.get()
-
-
 def install() -> None:
     """Wrap litellm's `Logging.response_cost_calculator` and `Logging.dispatch_success_handlers` (once per process):
     unchanged outside a quiet context; inside one, no cost (None) and no success dispatch."""

@@ -30,6 +30,7 @@ from . import (  # noqa: E402
     history,
     hook_rtt,
     journal,
+    litellm_floor,
     scale_topology,
     scaling,
     streamed_turn,
@@ -40,7 +41,7 @@ from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
     m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling, egress_proxy,
-                        history, scale_topology, journal)
+                        history, scale_topology, journal, litellm_floor)
 }
 #: Benchmarks a --quick run leaves out (they start a database and several processes): run them with --only.
 NOT_QUICK = {scale_topology.NAME}
@@ -56,6 +57,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "egress_proxy": ("egress_proxy_overhead_ms", "egress_proxy_ratio"),
     "scale_topology": ("topology_turns_per_s", "topology_turn_p99_ms", "single_sqlite_turns_per_s",
                        "single_sqlite_turn_p99_ms"),
+    "litellm_floor": ("turn_vs_litellm_ratio", "litellm_call_cpu_ms"),
     "history": ("host_ms_per_turn_10_msgs", "host_ms_per_turn_500_msgs", "loop_lag_p99_ms", "loop_lag_max_ms"),
     "journal": ("journal_us_per_entry", "journal_turn_ratio_5ext_deciders"),
 }

@@ -82,6 +82,9 @@ class Agent:
     model_options: dict[str, Any] | None = None
     # Journal every awaited hook outcome in the store, hash-chained (host/turn/_journal_writer.py; README).
     journal: bool = True
+    # litellm's own per-call cost calculation and success logging for this agent's model calls: off (None) unless
+    # HOOKWIRE_LITELLM_BOOKKEEPING=1 or a litellm callback is registered; True turns it on (host/turn/_litellm_work.py)
+    litellm_bookkeeping: bool | None = None
 
     def __init__(
         self,
@@ -96,6 +99,7 @@ class Agent:
         api_base: str | None = None,
         api_key: str | None = None,
         model_options: dict[str, Any] | None = None,
+        litellm_bookkeeping: bool | None = None,
     ) -> None:
         self.session_id = session_id
         self._store_spec = store
@@ -112,6 +116,8 @@ class Agent:
             self.api_key = api_key
         if model_options is not None:
             self.model_options = dict(model_options)
+        if litellm_bookkeeping is not None:
+            self.litellm_bookkeeping = litellm_bookkeeping
         self.store: SessionStore = None  # type: ignore[assignment]  # set by start()
         self._owns_store = False
         self.session: Session = Session()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from .. import _telemetry as telemetry  # noqa: E402
 from .._errors import ChatStreamStallError  # noqa: E402
 from ._chat_errors import TurnAborted  # noqa: E402
+from ._litellm_work import quiet_context  # noqa: E402
 from ._session import maybe_await  # noqa: E402
 from ._tools import Tool, ToolInputError  # noqa: E402
 from ._types import (  # noqa: E402
@@ -77,6 +79,8 @@ class TurnPlan:
     # compact_history() -> the compacted model messages of the history (None: nothing changed)
     compact_at_input_tokens: int | None = None
     compact_history: Callable[[], Any] | None = None
+    # litellm's own per-call cost and success logging (host/turn/_litellm_work.py): None = HOOKWIRE_LITELLM_BOOKKEEPING
+    litellm_bookkeeping: bool | None = None
 
 
 def litellm_tool_choice(choice: Any) -> Any:
@@ -134,9 +138,12 @@ class TurnLoop:
 
     # ----------------------------------------------------------------------------------------- plumbing
 
-    async def _race(self, aw: Any, timeout: float | None, what: str) -> Any:
-        """Await ``aw`` unless the turn is aborted first or ``timeout`` (stall watchdog) passes."""
-        task = asyncio.ensure_future(aw)
+    async def _race(self, aw: Any, timeout: float | None, what: str,
+                    context: contextvars.Context | None = None) -> Any:
+        """Await ``aw`` unless the turn is aborted first or ``timeout`` (stall watchdog) passes. ``context``: the
+        contextvars a coroutine ``aw`` runs in (a model call with litellm's bookkeeping off)."""
+        task = (asyncio.ensure_future(aw) if context is None
+                else asyncio.get_running_loop().create_task(aw, context=context.copy()))
         assert self._abort_task is not None
         try:
             done, _ = await asyncio.wait({task, self._abort_task}, timeout=timeout,
@@ -156,11 +163,12 @@ class TurnLoop:
             "raise chat_stream_stall_timeout_ms or set it to 0 to disable the watchdog"
         )
 
-    async def _chunks(self, stream: Any) -> AsyncIterator[Any]:
+    async def _chunks(self, stream: Any, context: contextvars.Context | None = None) -> AsyncIterator[Any]:
         it = stream.__aiter__()
         while True:
             try:
-                chunk = await self._race(it.__anext__(), self.plan.stall_timeout_s, "waiting for the next chunk")
+                chunk = await self._race(it.__anext__(), self.plan.stall_timeout_s, "waiting for the next chunk",
+                                         context)
             except StopAsyncIteration:
                 return
             yield chunk
@@ -273,13 +281,15 @@ class TurnLoop:
         import litellm  # imported on first use: it takes ~2 s, and `import host` must stay cheap
 
         self._chat = chat = telemetry.ChatSpan(request["model"])  # ended below, or by run() if this step raises
-        stream = await self._race(litellm.acompletion(**request), plan.stall_timeout_s, "waiting for the response")
+        quiet = quiet_context(plan.litellm_bookkeeping, request)  # None: litellm prices and logs the call as usual
+        stream = await self._race(litellm.acompletion(**request), plan.stall_timeout_s, "waiting for the response",
+                                  quiet)
         text, reasoning = "", ""
         calls: dict[int, _PendingCall] = {}
         finish_raw: str | None = None
         usage = Usage()
         response_id = ""
-        async for raw in self._chunks(stream):
+        async for raw in self._chunks(stream, quiet):
             response_id = getattr(raw, "id", "") or response_id
             if getattr(raw, "usage", None) is not None:
                 usage = _usage(raw.usage)

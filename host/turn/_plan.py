@@ -29,6 +29,7 @@ class HostSettings:
     max_steps: int
     stall_timeout_ms: float | None  # the session's, else the agent's chat_stream_stall_timeout_ms
     send_reasoning: bool = True  # the agent's send_reasoning (Think's instance setting); TurnConfig overrides
+    litellm_bookkeeping: bool | None = None  # the agent's; None: HOOKWIRE_LITELLM_BOOKKEEPING (host/turn/_litellm_work.py)
 
 
 def coerce(model: type[BaseModel], value: Any, hook: str) -> Any:
@@ -114,5 +115,6 @@ def plan_turn(ctx: TurnContext, cfg: TurnConfig, tools: dict[str, Tool], host: H
         stall_timeout_s=(stall_ms / 1000.0) if stall_ms else None,
         transforms=_as_list(cfg.experimental_transform),
         repair_tool_call=cfg.repair_tool_call,
+        litellm_bookkeeping=host.litellm_bookkeeping,
     )
     return plan, list(refused)

@@ -386,6 +386,7 @@ class TurnRunner:
         stall = self.a.session.chat_stream_stall_timeout_ms
         host = HostSettings(model_options=self.a.model_options, api_base=self.a.api_base, api_key=self.a.api_key,
                             max_steps=self.a.max_steps, send_reasoning=bool(self.a.send_reasoning),
+                            litellm_bookkeeping=self.a.litellm_bookkeeping,
                             stall_timeout_ms=stall if stall is not None else self.a.chat_stream_stall_timeout_ms)
         plan, refused = plan_turn(ctx, cfg, tools, host, ext_maps)
         chain.options_refused(refused)

@@ -1,0 +1,143 @@
+"""A turn against its floor: the bare `litellm.acompletion` streaming calls the same turn makes, made directly.
+
+One 3-step turn (2 tool calls) on the scripted model, no extensions, records the keyword arguments of its three
+model calls; those calls are then replayed as bare `litellm.acompletion(**kwargs)` streams, read to the end. Four
+subjects, alternated (ABAB):
+
+- `turn`: `Agent.chat()` of the turn on a fresh session (host defaults: litellm's bookkeeping off);
+- `bare`: the three calls with the host's switches (each call in the same quiet context as the turn's): the floor;
+- `bare_defaults`: the three calls with litellm's defaults (cost calculation, success logging);
+- `turn_bookkeeping`: the turn with `litellm_bookkeeping=True` (litellm's defaults, as before issue 16).
+
+`turn_vs_litellm_ratio` = median turn wall ÷ median floor wall. `litellm_call_cpu_ms`: CPU per bare call (all
+threads, the success logging that runs after the stream included), with the host's switches; its `_defaults` twin
+is the same call with litellm's defaults (the figure before the switches).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from typing import Any
+
+import litellm
+
+from host.turn._litellm_work import quiet_context
+
+from ._agents import THREE_STEP_TURN, BenchAgent
+from ._common import Config, Section, abab, gc_paused, median, rnd
+
+NAME = "litellm_floor"
+_ids = iter(range(1, 10**9))
+
+
+async def _record_turn() -> list[dict[str, Any]]:
+    """The keyword arguments of the turn's model calls, in order."""
+    calls: list[dict[str, Any]] = []
+    real = litellm.acompletion
+
+    async def recording(**kwargs: Any) -> Any:
+        calls.append(copy.deepcopy(kwargs))
+        return await real(**kwargs)
+
+    litellm.acompletion = recording  # type: ignore[assignment]
+    try:
+        async with BenchAgent(session_id="floor-record") as agent:
+            result = await agent.chat(THREE_STEP_TURN)
+    finally:
+        litellm.acompletion = real  # type: ignore[assignment]
+    if result.status != "completed" or len(calls) != 3:
+        raise RuntimeError(f"recording turn: {result.status} with {len(calls)} model calls ({result.error})")
+    return calls
+
+
+async def _drain() -> None:
+    """Let what litellm scheduled after a stream (its success logging task) finish."""
+    me = asyncio.current_task()
+    for _ in range(100):
+        pending = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+        if not pending:
+            return
+        await asyncio.wait(pending, timeout=0.1)
+
+
+async def _bare(calls: list[dict[str, Any]], quiet: bool) -> tuple[float, float]:
+    """(wall s, CPU s) of the calls made one after another, each read to its end; CPU includes the drain."""
+
+    async def one(kwargs: dict[str, Any]) -> None:
+        stream = await litellm.acompletion(**kwargs)
+        async for _ in stream:
+            pass
+
+    loop = asyncio.get_running_loop()
+    c0, t0 = time.process_time(), time.perf_counter()
+    for kwargs in calls:
+        ctx = quiet_context(None, kwargs) if quiet else None
+        if ctx is None:
+            await one(kwargs)
+        else:
+            await loop.create_task(one(kwargs), context=ctx)
+    wall = time.perf_counter() - t0
+    await _drain()
+    return wall, time.process_time() - c0
+
+
+async def _turn(bookkeeping: bool | None) -> tuple[float, float]:
+    async with BenchAgent(session_id=f"floor-{next(_ids)}", litellm_bookkeeping=bookkeeping) as agent:
+        c0, t0 = time.process_time(), time.perf_counter()
+        result = await agent.chat(THREE_STEP_TURN)
+        wall = time.perf_counter() - t0
+        await _drain()
+        cpu = time.process_time() - c0
+    if result.status != "completed":
+        raise RuntimeError(f"benchmark turn ended {result.status}: {result.error}")
+    return wall, cpu
+
+
+async def run(cfg: Config) -> Section:
+    per_round = cfg.n(8, 1)
+    calls = await _record_turn()
+    n_calls = len(calls)
+    for _ in range(cfg.n(2, 1)):  # warm-up every path
+        await _bare(calls, True)
+        await _bare(calls, False)
+        await _turn(None)
+        await _turn(True)
+
+    def batch(fn: Any, *args: Any) -> Any:
+        async def go() -> list[tuple[float, float]]:
+            with gc_paused():
+                return [await fn(*args) for _ in range(per_round)]
+        return go
+
+    floor, turn = await abab(cfg.ab_rounds, batch(_bare, calls, True), batch(_turn, None))
+    defaults, turn_bk = await abab(cfg.ab_rounds, batch(_bare, calls, False), batch(_turn, True))
+
+    def med(rounds: list[list[tuple[float, float]]], i: int) -> float:
+        return median([x[i] for r in rounds for x in r])
+
+    def spread(rounds: list[list[tuple[float, float]]]) -> list[float]:
+        per = [median([x[0] for x in r]) * 1000 for r in rounds]
+        return [rnd(min(per), 1), rnd(max(per), 1)]
+
+    floor_ms, turn_ms = med(floor, 0) * 1000, med(turn, 0) * 1000
+    out = Section()
+    out.values = {
+        "turn_vs_litellm_ratio": rnd(turn_ms / floor_ms, 3),
+        "litellm_call_cpu_ms": rnd(med(floor, 1) * 1000 / n_calls, 2),
+    }
+    out.extra = {
+        "litellm_floor_ms_3_calls": rnd(floor_ms, 1),
+        "litellm_floor_ms_3_calls_min_max": spread(floor),
+        "litellm_turn_ms_0ext": rnd(turn_ms, 1),
+        "litellm_turn_ms_0ext_min_max": spread(turn),
+        "litellm_call_cpu_ms_defaults": rnd(med(defaults, 1) * 1000 / n_calls, 2),
+        "litellm_defaults_ms_3_calls": rnd(med(defaults, 0) * 1000, 1),
+        "litellm_turn_ms_bookkeeping_on": rnd(med(turn_bk, 0) * 1000, 1),
+        "turn_vs_litellm_defaults_ratio": rnd(turn_ms / (med(defaults, 0) * 1000), 3),
+        "turn_bookkeeping_vs_litellm_defaults_ratio": rnd(med(turn_bk, 0) / med(defaults, 0), 3),
+        "litellm_turn_cpu_ms_0ext": rnd(med(turn, 1) * 1000, 1),
+        "litellm_floor_cpu_ms_3_calls": rnd(med(floor, 1) * 1000, 1),
+    }
+    return out

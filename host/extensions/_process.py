@@ -20,6 +20,7 @@ from extension_sdk.proto import HANDSHAKE_MAGIC, PROTOCOL_VERSION
 from .._errors import ExtensionStartError
 from ..sandbox._cgroups import CgroupLease, reap_stale_once, release_cgroups
 from ..sandbox._zygote import Zygote, ZygoteProcess, ZygoteUnavailable, zygote_launch
+from . import _call_tags as call_tags
 from ._rate_limit import LineRateLimiter
 
 LINE_CAP = 4096  # bytes kept per logged line
@@ -267,7 +268,7 @@ class ExtensionProcess:
             text += " …[line truncated]"
         if label == "stderr":
             self._tail.append(text[:300])
-            self.log.info("%s", text)
+            self.log.info("%s", text, extra=call_tags.stderr_extra(self, self.name))
         else:
             self.log.info("stdout: %s", text)
 

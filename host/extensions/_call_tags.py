@@ -11,7 +11,8 @@ An extension's stderr is one byte stream with no call ids in it, so a line is at
   id of the host's span for the call (the hook or execute_tool span: the parent of the extension's work);
 - calls of several traces in flight: no single trace id; `trace_ids` lists them all (sorted);
 - none in flight: the call that ended last, if it ended less than GRACE_S ago (the pipe is read a little after the
-  handler wrote), else nothing (a line of the extension's own, e.g. at start-up);
+  handler wrote), else nothing (a line of the extension's own, e.g. at start-up, or once the host began stopping
+  it: `stopping`);
 - observations (afterToolCall, onStepFinish, onChunk) are not calls in flight: a line written while handling one
   is attributed only if an awaited call or tool call was in flight too.
 """
@@ -28,7 +29,7 @@ from extension_sdk.proto import extension_pb2 as pb
 
 from .._logging import call_scope, log_context
 
-GRACE_S = 0.25
+GRACE_S = 0.5
 
 
 class CallTag(NamedTuple):
@@ -108,3 +109,10 @@ def stderr_extra(process: object, extension: str) -> dict[str, Any]:
         extra["trace_id"] = next(iter(traces))
     return extra
 
+
+
+def stopping(process: object | None) -> None:
+    """The host is stopping the extension's `process`: lines from now on belong to no call."""
+    if process is not None:
+        _inflight.pop(process, None)
+        _last.pop(process, None)

@@ -72,8 +72,9 @@ class BridgeSpan:
         parent = _propagator.extract(carrier) if carrier else None
         self.span = _tracer.start_span(f"hookwire.bridge {method}", context=parent, kind=SpanKind.SERVER,
                                        attributes={"hookwire.bridge.method": method})
+        # current while the call runs (its log lines carry the trace id, even with no SDK: the caller's then)
         self._token = otel_context.attach(trace.set_span_in_context(self.span, parent)) \
-            if self.span.is_recording() else None
+            if parent is not None or self.span.is_recording() else None
 
     def end(self, extension: str, session_id: str, outcome: str) -> None:
         span = self.span

@@ -29,6 +29,7 @@ from . import (  # noqa: E402
     egress_proxy,
     history,
     hook_rtt,
+    otel_off,
     scale_topology,
     scaling,
     streamed_turn,
@@ -39,7 +40,7 @@ from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
     m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling, egress_proxy,
-                        history, scale_topology)
+                        history, scale_topology, otel_off)
 }
 #: Benchmarks a --quick run leaves out (they start a database and several processes): run them with --only.
 NOT_QUICK = {scale_topology.NAME}
@@ -56,6 +57,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "scale_topology": ("topology_turns_per_s", "topology_turn_p99_ms", "single_sqlite_turns_per_s",
                        "single_sqlite_turn_p99_ms"),
     "history": ("host_ms_per_turn_10_msgs", "host_ms_per_turn_500_msgs", "loop_lag_p99_ms", "loop_lag_max_ms"),
+    "otel_off": ("otel_off_overhead_pct", "otel_on_overhead_pct"),
 }
 
 

@@ -91,6 +91,8 @@ GOALS: dict[str, Goal] = {
     "host_ms_per_turn_500_msgs": Goal("info", text="~ the 10-message figure"),
     "loop_lag_p99_ms": Goal("info"),
     "loop_lag_max_ms": Goal("<=", 150),
+    "otel_off_overhead_pct": Goal("<=", 3.0, text="<= 3 % (within noise)"),
+    "otel_on_overhead_pct": Goal("info"),
 }
 
 

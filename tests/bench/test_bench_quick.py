@@ -21,6 +21,7 @@ NUMBER_KEYS = (
     "concurrent_turns_per_s", "concurrent_turn_p99_ms",
     "egress_proxy_overhead_ms", "egress_proxy_ratio",
     "host_ms_per_turn_10_msgs", "host_ms_per_turn_500_msgs", "loop_lag_p99_ms", "loop_lag_max_ms",
+    "otel_off_overhead_pct", "otel_on_overhead_pct",
 )
 
 

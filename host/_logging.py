@@ -68,8 +68,21 @@ def _utc(created: float) -> str:
     return f"{time.strftime('%Y-%m-%dT%H:%M:%S', t)}.{int(created % 1 * 1000):03d}Z"
 
 
+# Whether anything reads the log context: set once a JsonFormatter exists. Until then the hook path skips keeping it
+# (host/extensions/_call_tags.py), so text logs cost the hook nothing.
+_structured = [False]
+
+
+def structured() -> bool:
+    return _structured[0]
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per record (see the module doc for the keys)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _structured[0] = True
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {"time": _utc(record.created), "level": record.levelname, "logger": record.name,

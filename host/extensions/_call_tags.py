@@ -15,19 +15,20 @@ An extension's stderr is one byte stream with no call ids in it, so a line is at
   it: `stopping`);
 - observations (afterToolCall, onStepFinish, onChunk) are not calls in flight: a line written while handling one
   is attributed only if an awaited call or tool call was in flight too.
+
+Only JSON logs show any of it, so nothing is kept until a JsonFormatter exists in the process (`configure_logging`,
+`--log-format json`, HOOKWIRE_LOG_FORMAT=json): with text logs a hook pays one object and one flag check.
 """
 
 from __future__ import annotations
 
-import contextlib
+import itertools
 import time
-import weakref
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from extension_sdk.proto import extension_pb2 as pb
 
-from .._logging import call_scope, log_context
+from .._logging import _structured, log_context
 
 GRACE_S = 0.5
 
@@ -39,39 +40,56 @@ class CallTag(NamedTuple):
     traceparent: str
 
 
-# keyed by the extension's process (ExtensionProcess): several agents in one host each run their own "guard"
-_inflight: dict[object, dict[int, CallTag]] = {}
-_last: weakref.WeakKeyDictionary[object, tuple[float, CallTag]] = weakref.WeakKeyDictionary()
-_seq = 0
+class InFlight:
+    """One extension process's calls in flight (key -> (hook, CallContext)) and the last that ended
+    (monotonic end time, hook, CallContext). Each ExtensionProcess holds one, as `in_flight`: several agents in one
+    host each run their own "guard"."""
+
+    __slots__ = ("calls", "last")
+
+    def __init__(self) -> None:
+        self.calls: dict[int, tuple[str, pb.CallContext]] = {}
+        self.last: tuple[float, str, pb.CallContext] | None = None
 
 
-@contextlib.contextmanager
-def during(process: object | None, extension: str, hook: str, context: pb.CallContext) -> Iterator[None]:
+_seq = itertools.count(1)
+
+
+class during:  # noqa: N801 - used as a context manager, like a function
     """One call to `extension` (`hook`: "beforeTurn", "tool:NAME" ...) with its CallContext, while the block runs.
-    `process`: the extension's ExtensionProcess (None for an endpoint: no stderr to attribute)."""
-    global _seq
-    token = call_scope(extension, hook, context.session_id, context.request_id)
-    if process is None:
-        try:
-            yield
-        finally:
-            log_context.reset(token)
-        return
-    _seq += 1
-    key = _seq
-    tag = CallTag(hook, context.session_id, context.request_id, context.traceparent)
-    calls = _inflight.get(process)
-    if calls is None:
-        calls = _inflight[process] = {}
-    calls[key] = tag
-    try:
-        yield
-    finally:
-        log_context.reset(token)
-        calls.pop(key, None)
-        if not calls:
-            _inflight.pop(process, None)
-        _last[process] = (time.monotonic(), tag)
+    `process`: the extension's ExtensionProcess (None for an endpoint: no stderr to attribute). A class, not a
+    generator: it is on every hook's path."""
+
+    __slots__ = ("_flight", "_hook", "_context", "_extension", "_key", "_token")
+
+    def __init__(self, process: Any, extension: str, hook: str, context: pb.CallContext) -> None:
+        self._flight: InFlight | None = getattr(process, "in_flight", None)
+        self._extension = extension
+        self._hook = hook
+        self._context = context
+        self._token: Any = None
+
+    def __enter__(self) -> None:
+        if not _structured[0]:  # text logs (no JsonFormatter in this process) read none of it
+            return
+        context = self._context
+        self._token = log_context.set((context.session_id, context.request_id, self._extension, self._hook))
+        if self._flight is not None:
+            self._key = next(_seq)
+            self._flight.calls[self._key] = (self._hook, context)
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._token is None:
+            return
+        log_context.reset(self._token)
+        flight = self._flight
+        if flight is not None:
+            flight.calls.pop(self._key, None)
+            flight.last = (time.monotonic(), self._hook, self._context)
+
+
+def _tag(hook: str, context: pb.CallContext) -> CallTag:
+    return CallTag(hook, context.session_id, context.request_id, context.traceparent)
 
 
 def _ids(traceparent: str) -> tuple[str, str] | None:
@@ -81,16 +99,17 @@ def _ids(traceparent: str) -> tuple[str, str] | None:
     return parts[1], parts[2]
 
 
-def stderr_extra(process: object, extension: str) -> dict[str, Any]:
-    """The `extra` of a log record for a line the extension's `process` wrote on stderr now (see the module doc)."""
+def stderr_extra(flight: InFlight, extension: str) -> dict[str, Any]:
+    """The `extra` of a log record for a line the extension's process (`flight`: its calls) wrote on stderr now
+    (see the module doc)."""
     extra: dict[str, Any] = {"extension": extension, "hook": None, "session_id": None, "request_id": None,
                              "trace_id": None, "span_id": None}
-    calls = list(_inflight.get(process, {}).values())
+    calls = [_tag(hook, context) for hook, context in list(flight.calls.values())]
     if not calls:
-        last = _last.get(process)
+        last = flight.last
         if last is None or time.monotonic() - last[0] > GRACE_S:
             return extra
-        calls = [last[1]]
+        calls = [_tag(last[1], last[2])]
     traces = {ids[0] for c in calls if (ids := _ids(c.traceparent)) is not None}
     if len(traces) > 1:
         extra["trace_ids"] = sorted(traces)
@@ -111,8 +130,9 @@ def stderr_extra(process: object, extension: str) -> dict[str, Any]:
 
 
 
-def stopping(process: object | None) -> None:
+def stopping(process: Any) -> None:
     """The host is stopping the extension's `process`: lines from now on belong to no call."""
-    if process is not None:
-        _inflight.pop(process, None)
-        _last.pop(process, None)
+    flight: InFlight | None = getattr(process, "in_flight", None)
+    if flight is not None:
+        flight.calls.clear()
+        flight.last = None

@@ -46,6 +46,7 @@ class ExtensionProcess:
         self._tasks: list[asyncio.Task[None]] = []
         self._exit: asyncio.Task[int] = asyncio.ensure_future(self._exited(proc, cgroups))
         self.crash_handled = False  # the supervisor already handled this process's death (or broken connection)
+        self.in_flight = call_tags.InFlight()  # the calls its stderr lines are attributed to
 
     # -- spawn & handshake ---------------------------------------------------------------------
 
@@ -268,7 +269,7 @@ class ExtensionProcess:
             text += " …[line truncated]"
         if label == "stderr":
             self._tail.append(text[:300])
-            self.log.info("%s", text, extra=call_tags.stderr_extra(self, self.name))
+            self.log.info("%s", text, extra=call_tags.stderr_extra(self.in_flight, self.name))
         else:
             self.log.info("stdout: %s", text)
 

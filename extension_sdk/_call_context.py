@@ -74,7 +74,8 @@ def outgoing_trace() -> tuple[str, str]:
         parent = carrier.get("traceparent", "")
         if parent:
             return parent, carrier.get("tracestate", "")
-    return _trace.get()
+    call = _trace.get()
+    return call[0], call[1]
 
 
 def trace_metadata() -> tuple[tuple[str, str], ...]:

@@ -31,6 +31,7 @@ from . import (  # noqa: E402
     hook_rtt,
     journal,
     litellm_floor,
+    otel_off,
     scale_topology,
     scaling,
     streamed_turn,
@@ -41,7 +42,7 @@ from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
     m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling, egress_proxy,
-                        history, scale_topology, journal, litellm_floor)
+                        history, scale_topology, journal, litellm_floor, otel_off)
 }
 #: Benchmarks a --quick run leaves out (they start a database and several processes): run them with --only.
 NOT_QUICK = {scale_topology.NAME}
@@ -60,6 +61,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "litellm_floor": ("turn_vs_litellm_ratio", "litellm_call_cpu_ms"),
     "history": ("host_ms_per_turn_10_msgs", "host_ms_per_turn_500_msgs", "loop_lag_p99_ms", "loop_lag_max_ms"),
     "journal": ("journal_us_per_entry", "journal_turn_ratio_5ext_deciders"),
+    "otel_off": ("otel_off_overhead_pct", "otel_on_overhead_pct"),
 }
 
 

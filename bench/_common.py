@@ -96,6 +96,8 @@ GOALS: dict[str, Goal] = {
     # issue 16 §2: a turn against the bare litellm calls it makes (bench/litellm_floor.py)
     "turn_vs_litellm_ratio": Goal("<=", 1.15),
     "litellm_call_cpu_ms": Goal("info"),
+    "otel_off_overhead_pct": Goal("<=", 3.0, text="<= 3 % (within noise)"),
+    "otel_on_overhead_pct": Goal("info"),
 }
 
 

@@ -3,7 +3,8 @@
 One `HostConnection` per extension process holds the channels (an asyncio channel for async
 handlers, created lazily on the serving loop, and a separate blocking channel for sync handlers,
 created lazily on first use). `Host` / `SyncHost` are cheap views bound to the session of the call
-in progress; every call carries the extension's token and that session id.
+in progress; every call carries the extension's token and that session id, and the trace context of the handler
+(W3C `traceparent` metadata: the host's `hookwire.bridge {method}` span is its child).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
+from ._call_context import trace_metadata
 from .proto import TOKEN_METADATA_KEY
 from .proto import host_bridge_pb2 as hb
 from .proto import host_bridge_pb2_grpc as hb_grpc
@@ -118,7 +120,7 @@ class Host:
     async def _call(self, method: str, request: Any) -> Any:
         rpc = getattr(self._conn.aio_stub(), method)
         try:
-            return await rpc(request, metadata=self._conn.metadata)
+            return await rpc(request, metadata=self._conn.metadata + trace_metadata())  # back into the host's trace
         except grpc.RpcError as err:
             raise _host_error(method, err) from None
 
@@ -176,7 +178,7 @@ class SyncHost:
     def _call(self, method: str, request: Any) -> Any:
         rpc = getattr(self._conn.sync_stub(), method)
         try:
-            return rpc(request, metadata=self._conn.metadata)
+            return rpc(request, metadata=self._conn.metadata + trace_metadata())
         except grpc.RpcError as err:
             raise _host_error(method, err) from None
 

@@ -80,3 +80,24 @@ def set_current_call(context: pb.CallContext) -> None:
             carrier["tracestate"] = context.tracestate
         # set in this call's own context (each call runs in a task or thread context of its own)
         _otel_context.attach(_propagator.extract(carrier))
+
+
+def outgoing_trace() -> tuple[str, str]:
+    """(traceparent, tracestate) a HostBridge call carries back to the host: the current OpenTelemetry span (the
+    extension's own span, when it made one), else the trace context of the call being served; empty when untraced."""
+    if _propagator is not None:
+        carrier: dict[str, str] = {}
+        _propagator.inject(carrier)
+        parent = carrier.get("traceparent", "")
+        if parent:
+            return parent, carrier.get("tracestate", "")
+    call = _trace.get()
+    return call[0], call[1]
+
+
+def trace_metadata() -> tuple[tuple[str, str], ...]:
+    """`outgoing_trace()` as gRPC metadata (W3C `traceparent`, `tracestate`); () when untraced."""
+    parent, state = outgoing_trace()
+    if not parent:
+        return ()
+    return (("traceparent", parent), ("tracestate", state)) if state else (("traceparent", parent),)

@@ -8,6 +8,9 @@ so `Host` and `SyncHost` work unchanged. Which stream a handler serves is a cont
 reader task (tool tasks and worker threads inherit it); calls that did not come on such a stream use the Unix-socket
 HostBridge (`HOOKWIRE_HOST_ADDRESS`), as unary-only extensions always do.
 
+Each request carries the caller's trace context in `BridgeRequest.traceparent`/`tracestate` (the stream's metadata
+is fixed when it opens), so the host's `hookwire.bridge {method}` span joins the handler's trace.
+
 Responses are taken off the stream as soon as they arrive (a demultiplexer ahead of the in-order frame loop), so a
 hook awaiting the host never holds up its own answer.
 """
@@ -22,6 +25,7 @@ from typing import Any
 
 import grpc
 
+from ._call_context import outgoing_trace, trace_metadata
 from .proto import BRIDGE_METADATA_KEY, BRIDGE_ON_STREAM, extension_pb2 as pb, host_bridge_pb2 as hb
 
 # HostBridge method -> the BridgeRequest/BridgeResponse field that carries it
@@ -91,7 +95,8 @@ class StreamBridgeClient:
 
     # -- the calls ------------------------------------------------------------------------------
 
-    async def call(self, method: str, request: Any) -> Any:
+    async def call(self, method: str, request: Any, trace: tuple[str, str] = ("", "")) -> Any:
+        """`trace`: the caller's (traceparent, tracestate), taken in the caller's context (`outgoing_trace`)."""
         field = _FIELDS.get(method)
         if field is None:
             raise BridgeCallError(grpc.StatusCode.UNIMPLEMENTED, f"no HostBridge method {method!r}")
@@ -105,7 +110,8 @@ class StreamBridgeClient:
         call_id = self._next_id
         fut: asyncio.Future[hb.BridgeResponse] = self._loop.create_future()
         self._pending[call_id] = fut
-        frame = pb.ExtensionFrame(bridge_request=hb.BridgeRequest(id=call_id, **{field: request}))
+        frame = pb.ExtensionFrame(bridge_request=hb.BridgeRequest(id=call_id, traceparent=trace[0], tracestate=trace[1],
+                                                                  **{field: request}))
         self._out.put_nowait(frame)
         try:
             response = await fut
@@ -120,13 +126,14 @@ class StreamBridgeClient:
         could never see its answer: it goes to the Unix-socket bridge if there is one, else it is refused."""
         if threading.get_ident() == self._loop_thread:
             if self._fallback is not None:
-                return getattr(self._fallback.sync_stub(), method)(request, metadata=self._fallback.metadata)
+                return getattr(self._fallback.sync_stub(), method)(request,
+                                                                   metadata=self._fallback.metadata + trace_metadata())
             raise BridgeCallError(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"host.sync.{method} was called on the event loop's thread (a sync hook handler): with the bridge on "
                 "the Connect stream, use the async host in hooks (make the handler async)",
             )
-        return asyncio.run_coroutine_threadsafe(self.call(method, request), self._loop).result()
+        return asyncio.run_coroutine_threadsafe(self.call(method, request, outgoing_trace()), self._loop).result()
 
     def resolve(self, response: hb.BridgeResponse) -> None:
         fut = self._pending.get(response.id)
@@ -185,7 +192,7 @@ class _AioStub:
 
     def __getattr__(self, method: str) -> Any:
         async def rpc(request: Any, metadata: Any = None) -> Any:
-            return await self._client.call(method, request)
+            return await self._client.call(method, request, outgoing_trace())
 
         return rpc
 

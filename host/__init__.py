@@ -29,6 +29,7 @@ from ._errors import (
     ToolInputError,
     ToolNameCollision,
 )
+from ._logging import JsonFormatter, configure_logging
 from ._terminal_text import terminal_safe
 from .extensions._bridge_server import HostBridgeServer, own_label
 from .extensions._manager import ExtensionManager
@@ -149,6 +150,7 @@ __all__ = [
     "ExtensionUnloadedError",
     "HookPolicy",
     "HostBridgeServer",
+    "JsonFormatter",
     "LaunchPlan",
     "Limits",
     "Manifest",
@@ -186,6 +188,7 @@ __all__ = [
     "TurnSnapshot",
     "Usage",
     "UsageSnapshot",
+    "configure_logging",
     "default_context_overflow_classifier",
     "load_manifest",
     "manifest_json_schema",

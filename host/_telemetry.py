@@ -34,6 +34,8 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from ._logging import turn_scope
+
 _tracer = trace.get_tracer("hookwire")
 _meter = metrics.get_meter("hookwire")
 _propagator = TraceContextTextMapPropagator()
@@ -77,7 +79,7 @@ async def agent_span(agent: str, session_id: str, request_id: str) -> AsyncItera
         f"invoke_agent {agent}", kind=SpanKind.INTERNAL, record_exception=False, set_status_on_exception=False,
         attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
                     "gen_ai.conversation.id": session_id, "hookwire.request_id": request_id},
-    ) as span:
+    ) as span, turn_scope(session_id, request_id):  # log records of the turn carry its ids (host/_logging.py)
         yield span
 
 

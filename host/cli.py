@@ -49,6 +49,8 @@ class CliError(Exception):
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hookwire", description="Run LLM chat turns with out-of-process extensions.")
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    p.add_argument("--log-format", choices=("text", "json"), default=None,
+                   help="log lines on stderr: text, or one JSON object per line (default: $HOOKWIRE_LOG_FORMAT, else text)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def turn_options(sp: argparse.ArgumentParser) -> None:
@@ -341,11 +343,13 @@ def _cmd_doctor() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from ._logging import apply_cli_format
     from ._terminal_text import TerminalSafeFormatter
 
     handler = logging.StreamHandler(sys.stderr)  # extension stderr lines and error texts reach the log
     handler.setFormatter(TerminalSafeFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, handlers=[handler])
+    apply_cli_format(handler, args.log_format)  # host/_logging.py
     try:
         if args.command == "ext":
             if args.ext_command == "validate":

@@ -157,7 +157,7 @@ class GetSessionInfoResponse(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., message_count: _Optional[int] = ..., model_id: _Optional[str] = ..., metadata_json: _Optional[str] = ...) -> None: ...
 
 class BridgeRequest(_message.Message):
-    __slots__ = ("id", "read_file", "list_files", "write_file", "delete_file", "get_messages", "get_context", "set_context", "send_message", "get_session_info")
+    __slots__ = ("id", "read_file", "list_files", "write_file", "delete_file", "get_messages", "get_context", "set_context", "send_message", "get_session_info", "traceparent", "tracestate")
     ID_FIELD_NUMBER: _ClassVar[int]
     READ_FILE_FIELD_NUMBER: _ClassVar[int]
     LIST_FILES_FIELD_NUMBER: _ClassVar[int]
@@ -168,6 +168,8 @@ class BridgeRequest(_message.Message):
     SET_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     SEND_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     GET_SESSION_INFO_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
     id: int
     read_file: ReadFileRequest
     list_files: ListFilesRequest
@@ -178,7 +180,9 @@ class BridgeRequest(_message.Message):
     set_context: SetContextRequest
     send_message: SendMessageRequest
     get_session_info: GetSessionInfoRequest
-    def __init__(self, id: _Optional[int] = ..., read_file: _Optional[_Union[ReadFileRequest, _Mapping]] = ..., list_files: _Optional[_Union[ListFilesRequest, _Mapping]] = ..., write_file: _Optional[_Union[WriteFileRequest, _Mapping]] = ..., delete_file: _Optional[_Union[DeleteFileRequest, _Mapping]] = ..., get_messages: _Optional[_Union[GetMessagesRequest, _Mapping]] = ..., get_context: _Optional[_Union[GetContextRequest, _Mapping]] = ..., set_context: _Optional[_Union[SetContextRequest, _Mapping]] = ..., send_message: _Optional[_Union[SendMessageRequest, _Mapping]] = ..., get_session_info: _Optional[_Union[GetSessionInfoRequest, _Mapping]] = ...) -> None: ...
+    traceparent: str
+    tracestate: str
+    def __init__(self, id: _Optional[int] = ..., read_file: _Optional[_Union[ReadFileRequest, _Mapping]] = ..., list_files: _Optional[_Union[ListFilesRequest, _Mapping]] = ..., write_file: _Optional[_Union[WriteFileRequest, _Mapping]] = ..., delete_file: _Optional[_Union[DeleteFileRequest, _Mapping]] = ..., get_messages: _Optional[_Union[GetMessagesRequest, _Mapping]] = ..., get_context: _Optional[_Union[GetContextRequest, _Mapping]] = ..., set_context: _Optional[_Union[SetContextRequest, _Mapping]] = ..., send_message: _Optional[_Union[SendMessageRequest, _Mapping]] = ..., get_session_info: _Optional[_Union[GetSessionInfoRequest, _Mapping]] = ..., traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class BridgeResponse(_message.Message):
     __slots__ = ("id", "code", "message", "read_file", "list_files", "write_file", "delete_file", "get_messages", "get_context", "set_context", "send_message", "get_session_info")

@@ -37,6 +37,7 @@ from extension_sdk.proto import TOKEN_METADATA_KEY, host_bridge_pb2, host_bridge
 from ._manifest import Manifest, sanitize_name
 from ._rate_limit import LineRateLimiter
 from ._snapshots import SessionServices
+from ._trace_metadata import BridgeSpan
 from ._workspace_fs import PathEscapes, open_beneath
 
 audit_logger = logging.getLogger("hookwire.audit")
@@ -199,6 +200,7 @@ class HostBridgeServer:
         """Authenticate, gate (`check` returns the granting field when denied), resolve the session, run, audit."""
         outcome = "ok"
         audited = False
+        span = BridgeSpan(call.method, context.invocation_metadata())  # the caller's trace continues here
         try:
             manifest = self._manifest_for(context)
             call.extension = manifest.name
@@ -234,6 +236,7 @@ class HostBridgeServer:
         finally:
             if not audited:
                 self._audit(call, outcome)
+            span.end(call.extension, call.session_id, outcome)
 
     def _audit(self, call: _Call, outcome: str) -> None:
         """One audit line for the call; refused calls' lines are rate-limited per caller (see module doc)."""

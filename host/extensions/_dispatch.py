@@ -45,6 +45,7 @@ from ._convert import (
     tool_result_to_proto,
     turn_to_proto,
 )
+from . import _call_tags as call_tags
 from ._extension_client import ExtensionConnection
 from ._frames import context_field, observation_item
 from ._observation_acks import unhandled_since
@@ -295,11 +296,12 @@ class Dispatcher:
                          deadline: float | None) -> Reply | Failure:
         # the hook's span: its trace context rides in the frame; the call's trace event ends it (host/_telemetry.py)
         parent, state = telemetry.open_hook_span(ext.name, hook)
+        ctx = getattr(frame, frame.WhichOneof("body")).context
         if parent:
-            ctx = getattr(frame, frame.WhichOneof("body")).context
             ctx.traceparent, ctx.tracestate = parent, state
         try:
-            return await call_hook(ext, hook, frame, context, deadline, self._egress)
+            with call_tags.during(ext.proc, ext.name, hook, ctx):  # log context; whose a stderr line is
+                return await call_hook(ext, hook, frame, context, deadline, self._egress)
         except BaseException:
             telemetry.close_hook_span("cancelled")
             raise

@@ -46,6 +46,7 @@ from .._errors import ExtensionReplyError, ExtensionToolError, ExtensionUnavaila
 from ._frames import observation_batch, observations_frame, serialize, with_prelude
 from ._observation_acks import AckAccount
 from ._reply_bounds import ToolReplyBounds
+from ._trace_metadata import with_trace, with_trace_of_record
 
 log = logging.getLogger("hookwire.extensions")
 
@@ -581,7 +582,8 @@ class ExtensionConnection:
                     await self._write_observations(ctx, items, covers, ack)
                 else:
                     try:
-                        ack = await self._observe_rpc(observation_batch(ctx, items), metadata=self._md,
+                        ack = await self._observe_rpc(observation_batch(ctx, items),
+                                                      metadata=with_trace_of_record(self._md, ctx),
                                                       timeout=self._observe_timeout_s)
                         self._report_errors(ack.errors, ctx)
                         self.acks.unary(len(items), ack.handled)
@@ -638,10 +640,12 @@ class ExtensionConnection:
         try:
             kind = frame.WhichOneof("body")
             if kind == "before_turn":
-                resp = await self._stub.BeforeTurn(frame.before_turn, metadata=self._md, timeout=remaining)
+                md = with_trace(self._md, frame.before_turn.context)  # host/extensions/_trace_metadata.py
+                resp = await self._stub.BeforeTurn(frame.before_turn, metadata=md, timeout=remaining)
                 out = pb.ExtensionFrame(id=frame.id, before_turn=resp)
             else:
-                resp = await self._stub.BeforeToolCall(frame.before_tool_call, metadata=self._md, timeout=remaining)
+                md = with_trace(self._md, frame.before_tool_call.context)
+                resp = await self._stub.BeforeToolCall(frame.before_tool_call, metadata=md, timeout=remaining)
                 out = pb.ExtensionFrame(id=frame.id, before_tool_call=resp)
         except grpc.aio.AioRpcError as exc:
             if not fut.done():
@@ -834,7 +838,7 @@ class ExtensionConnection:
             bounds = ToolReplyBounds(MAX_RECEIVE_BYTES, 1 << 62)
         if self.tools_on_stream:
             return await self._stream_tool(request, timeout_s, on_preliminary, bounds)
-        call = self._stub.ExecuteTool(request, metadata=self._md, timeout=timeout_s)
+        call = self._stub.ExecuteTool(request, metadata=with_trace(self._md, request.context), timeout=timeout_s)
         sink = _ToolSink(bounds)
 
         async def pump() -> None:

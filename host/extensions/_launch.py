@@ -35,6 +35,7 @@ from ..sandbox._egress_hosting import EgressProxies
 from ..sandbox._fs_cleanup import remove_tree_logged
 from ..sandbox._plan import SandboxMode
 from ..sandbox._zygote import Zygote
+from . import _call_tags as call_tags
 from ._endpoint_tls import describe_failure_hint, endpoint_channel
 from ._extension_client import ExtensionConnection
 from ._grants import grants_to_proto
@@ -309,6 +310,7 @@ class Launcher:
         """Shutdown (within timeouts.shutdownMs), then SIGTERM/SIGKILL its process group; release its grants."""
         conn, ext.conn = ext.conn, None
         grace = ext.manifest.timeouts.shutdown_ms / 1000
+        call_tags.stopping(ext.proc)  # its last lines are its own, not the last call's
         try:
             if conn is not None:
                 if ext.proc is not None and ext.proc.returncode is None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ExtensionError, ExtensionStartError
+from .._logging import configure_from_env
 from ..sandbox._egress_hosting import EgressProxies
 from ..sandbox._plan import SandboxMode
 from ..sandbox._zygote import Zygote, zygote_enabled
@@ -65,6 +66,7 @@ class ExtensionManager:
         `egress_resolver`: name -> address(es) for the extensions' egress proxies instead of DNS (tests).
         `store` (a host.MessageStore): remember what `load` loads (and `unload` forgets) under `store_key`, so
         `restore()` brings it back after a restart (host/extensions/_persistence.py)."""
+        configure_from_env()  # HOOKWIRE_LOG_FORMAT=json: JSON log lines (host/_logging.py)
         self._memory = ExtensionMemory(store, store_key) if store is not None else None
         self._registry = Registry()
         self._trace = Tracer()

@@ -20,6 +20,7 @@ from extension_sdk.proto import HANDSHAKE_MAGIC, PROTOCOL_VERSION
 from .._errors import ExtensionStartError
 from ..sandbox._cgroups import CgroupLease, reap_stale_once, release_cgroups
 from ..sandbox._zygote import Zygote, ZygoteProcess, ZygoteUnavailable, zygote_launch
+from . import _call_tags as call_tags
 from ._rate_limit import LineRateLimiter
 
 LINE_CAP = 4096  # bytes kept per logged line
@@ -45,6 +46,7 @@ class ExtensionProcess:
         self._tasks: list[asyncio.Task[None]] = []
         self._exit: asyncio.Task[int] = asyncio.ensure_future(self._exited(proc, cgroups))
         self.crash_handled = False  # the supervisor already handled this process's death (or broken connection)
+        self.in_flight = call_tags.InFlight()  # the calls its stderr lines are attributed to
 
     # -- spawn & handshake ---------------------------------------------------------------------
 
@@ -267,7 +269,7 @@ class ExtensionProcess:
             text += " …[line truncated]"
         if label == "stderr":
             self._tail.append(text[:300])
-            self.log.info("%s", text)
+            self.log.info("%s", text, extra=call_tags.stderr_extra(self.in_flight, self.name))
         else:
             self.log.info("stdout: %s", text)
 

@@ -24,6 +24,7 @@ from extension_sdk.proto import host_bridge_pb2 as hb
 
 from ._bridge_server import HostBridgeServer, _Servicer
 from ._manifest import Manifest
+from ._trace_metadata import TRACEPARENT_KEY, TRACESTATE_KEY
 
 log = logging.getLogger("hookwire.bridge")
 
@@ -57,8 +58,10 @@ class _FrameContext:
 
     __slots__ = ("_metadata",)
 
-    def __init__(self, key: str) -> None:
-        self._metadata = ((TOKEN_METADATA_KEY, key),)
+    def __init__(self, key: str, traceparent: str = "", tracestate: str = "") -> None:
+        self._metadata: tuple[tuple[str, str], ...] = ((TOKEN_METADATA_KEY, key),)
+        if traceparent:  # the request's trace context, as the Unix-socket bridge gets it in metadata
+            self._metadata += ((TRACEPARENT_KEY, traceparent), (TRACESTATE_KEY, tracestate))
 
     def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
         return self._metadata
@@ -96,7 +99,9 @@ class StreamBridge:
                                      message=f"{method}: more than {MAX_INFLIGHT} HostBridge calls in flight")
         self._inflight += 1
         try:
-            result: Any = await getattr(self._servicer, method)(getattr(request, kind), self._context)
+            context = _FrameContext(self._key, request.traceparent, request.tracestate) if request.traceparent \
+                else self._context
+            result: Any = await getattr(self._servicer, method)(getattr(request, kind), context)
         except _StreamAbort as exc:
             return hb.BridgeResponse(id=request.id, code=exc.code.value[0], message=exc.details)
         except Exception as exc:  # noqa: BLE001 - a host bug must not break the extension's stream

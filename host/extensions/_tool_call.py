@@ -39,6 +39,7 @@ from .._errors import (
 from ..sandbox._egress_hosting import EgressProxies
 from ._convert import MAX_JSON_CHARS, context_to_proto, json_size_error
 from ._dispatch import unavailable_state
+from . import _call_tags as call_tags
 from ._extension_client import ExtensionConnection
 from ._registry import Registry
 from ._reply_bounds import tool_reply_bounds
@@ -167,7 +168,8 @@ async def execute_tool(registry: Registry, trace: Tracer, egress: EgressProxies 
     req.context.deadline_unix_ms = int((time.time() + site.timeout) * 1000)  # CallContext.deadline_unix_ms
     bounds = tool_reply_bounds(ext.manifest)
     with map_rpc_errors(site):
-        with egress.during(ext.name, context) if egress is not None else contextlib.nullcontext():
+        with egress.during(ext.name, context) if egress is not None else contextlib.nullcontext(), \
+                call_tags.during(ext.proc, ext.name, f"tool:{tool}", req.context):
             result = await conn.execute_tool(req, site.timeout, on_preliminary, bounds)
     bounded = bounds.summary()
     if bounded:

@@ -10,7 +10,9 @@
 // It serves Describe (no "connect" feature, so the host uses the unary RPCs), a tool `echo`, a
 // beforeTurn hook that appends to the system prompt, the observation RPCs (AfterToolCall, OnStepFinish,
 // OnChunk, Observe) which it counts, a tool `observed` reporting those counts, a tool `fetch` (an http:// GET
-// through the egress proxy named by HTTP_PROXY, for a manifest whose network lists hosts), and Shutdown.
+// through the egress proxy named by HTTP_PROXY, for a manifest whose network lists hosts), a tool `trace` reporting
+// the W3C trace context of its call and of the last beforeTurn (CallContext.traceparent, and the `traceparent`
+// gRPC metadata the host sends on unary calls), and Shutdown. Each traced call logs its traceparent on stderr.
 // The grpc.health.v1 service is not served: grpc-js does not ship it (the host then relies on the
 // handshake and the process watcher).
 "use strict";
@@ -79,6 +81,26 @@ const hookwire = grpc.loadPackageDefinition(packageDefinition).hookwire.v1;
 
 const observed = { afterToolCall: 0, onStepFinish: 0, onChunk: 0, beforeToolCall: 0, batches: 0 };
 
+// -- trace context ----------------------------------------------------------------------------
+// The host's span for a call rides in its CallContext (traceparent, tracestate) and, on these unary calls, in the
+// gRPC metadata too (what OpenTelemetry's gRPC instrumentation reads). An extension with an OpenTelemetry SDK would
+// start its spans as children of it; this one shows it: on stderr, and through the `trace` tool.
+let lastBeforeTurnTrace = null;
+
+function traceOf(request, call) {
+  const context = (request && request.context) || {};
+  const fromMetadata = call ? call.metadata.get("traceparent") : [];
+  return {
+    traceparent: context.traceparent || "",
+    tracestate: context.tracestate || "",
+    metadataTraceparent: fromMetadata.length ? String(fromMetadata[0]) : "",
+  };
+}
+
+function logTrace(what, trace) {
+  if (trace.traceparent) log(`${what} traceparent=${trace.traceparent}`);
+}
+
 // -- authentication ---------------------------------------------------------------------------
 
 function authorized(call) {
@@ -97,7 +119,7 @@ function unary(handler) {
   return (call, callback) => {
     if (!authorized(call)) return callback(UNAUTHENTICATED);
     try {
-      callback(null, handler(call.request));
+      callback(null, handler(call.request, call));
     } catch (err) {
       log(`handler error: ${err && err.stack ? err.stack : err}`);
       callback({ code: grpc.status.INTERNAL, details: `${NAME}: ${err && err.message ? err.message : err}` });
@@ -140,6 +162,12 @@ const TOOLS = [
     }),
     streaming: false,
   },
+  {
+    name: "trace",
+    description: "The W3C trace context of this call and of the last beforeTurn (what the host sent)",
+    inputSchemaJson: JSON.stringify({ type: "object", properties: {}, additionalProperties: false }),
+    streaming: false,
+  },
 ];
 
 // Node 20's fetch ignores HTTP(S)_PROXY (and undici's ProxyAgent is an extra npm package), so this uses the
@@ -166,12 +194,13 @@ function proxiedGet(url) {
   });
 }
 
-function runTool(name, input) {
+function runTool(name, input, trace) {
   if (name === "echo") {
     if (!input || typeof input.text !== "string") throw new TypeError("echo: input.text must be a string");
     return `node: ${Array.from(input.text).reverse().join("")}`;
   }
   if (name === "observed") return { ...observed };
+  if (name === "trace") return { call: trace, beforeTurn: lastBeforeTurnTrace };
   if (name === "fetch") {
     if (!input || typeof input.url !== "string") throw new TypeError("fetch: input.url must be a string");
     return proxiedGet(input.url);
@@ -210,7 +239,9 @@ const service = {
     };
   }),
 
-  BeforeTurn: unary((request) => {
+  BeforeTurn: unary((request, call) => {
+    lastBeforeTurnTrace = traceOf(request, call);
+    logTrace("beforeTurn", lastBeforeTurnTrace);
     const system = (request.snapshot && request.snapshot.system) || "";
     return { config: { system: system ? `${system}\n\n${SYSTEM_ADDITION}` : SYSTEM_ADDITION } };
   }),
@@ -258,8 +289,10 @@ const service = {
       return;
     }
     const { name, inputJson } = call.request;
+    const trace = traceOf(call.request, call);
+    logTrace(`tool ${name}`, trace);
     Promise.resolve()
-      .then(() => runTool(name, inputJson ? JSON.parse(inputJson) : null))
+      .then(() => runTool(name, inputJson ? JSON.parse(inputJson) : null, trace))
       .then(
         (output) => call.write({ outputJson: JSON.stringify(output) }),
         (err) => call.write({ error: hookError("tool", err) }), // HookError.hook of a tool error is "tool"

@@ -22,6 +22,7 @@ NUMBER_KEYS = (
     "egress_proxy_overhead_ms", "egress_proxy_ratio",
     "host_ms_per_turn_10_msgs", "host_ms_per_turn_500_msgs", "loop_lag_p99_ms", "loop_lag_max_ms",
     "turn_vs_litellm_ratio", "litellm_call_cpu_ms",
+    "otel_off_overhead_pct", "otel_on_overhead_pct",
 )
 
 

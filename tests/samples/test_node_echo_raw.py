@@ -27,7 +27,7 @@ def test_describe_names_hooks_and_tools_without_connect(node: Running) -> None:
     info = node.describe()
     assert (info.name, info.protocol_version) == ("node_echo", "1")
     assert "beforeTurn" in info.hooks
-    assert {t.name for t in info.tools} == {"echo", "observed", "fetch"}
+    assert {t.name for t in info.tools} == {"echo", "observed", "fetch", "trace"}
     assert "connect" not in info.features
     assert json.loads(next(t for t in info.tools if t.name == "echo").input_schema_json)["required"] == ["text"]
 

@@ -28,6 +28,7 @@ from . import (  # noqa: E402
     cold_start,
     egress_proxy,
     history,
+    hook_floor,
     hook_rtt,
     journal,
     scale_topology,
@@ -39,14 +40,15 @@ from . import (  # noqa: E402
 from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
-    m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling, egress_proxy,
-                        history, scale_topology, journal)
+    m.NAME: m for m in (hook_rtt, hook_floor, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling,
+                        egress_proxy, history, scale_topology, journal)
 }
 #: Benchmarks a --quick run leaves out (they start a database and several processes): run them with --only.
 NOT_QUICK = {scale_topology.NAME}
 #: Which result keys each benchmark writes (for the table's order and the missing-key check).
 KEYS: dict[str, tuple[str, ...]] = {
     "hook_rtt": ("hook_rtt_p50_us", "hook_rtt_p99_us", "echo_rtt_p50_us", "hook_vs_echo_ratio"),
+    "hook_floor": ("stream_floor_rtt_p50_us", "hook_vs_stream_floor_ratio"),
     "chunks": ("chunks_per_s_1ext", "chunks_per_s_5ext", "host_cpu_us_per_chunk_per_ext"),
     "streamed_turn": ("streamed_turn_ratio_3ext",),
     "tool_vs_mcp": ("tool_rtt_p50_us", "mcp_tool_rtt_p50_us", "tool_vs_mcp_ratio"),

@@ -66,6 +66,8 @@ GOALS: dict[str, Goal] = {
     "hook_rtt_p99_us": Goal("info"),
     "echo_rtt_p50_us": Goal("info"),
     "hook_vs_echo_ratio": Goal("<=", 1.0),
+    "stream_floor_rtt_p50_us": Goal("info"),
+    "hook_vs_stream_floor_ratio": Goal("<=", 1.3),
     "chunks_per_s_1ext": Goal(">=", 50_000),
     "chunks_per_s_5ext": Goal("info"),
     "host_cpu_us_per_chunk_per_ext": Goal("<=", 10.0),

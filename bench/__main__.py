@@ -53,7 +53,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "streamed_turn": ("streamed_turn_ratio_3ext",),
     "tool_vs_mcp": ("tool_rtt_p50_us", "mcp_tool_rtt_p50_us", "tool_vs_mcp_ratio"),
     "cold_start": ("cold_start_p50_ms", "cold_start_5_parallel_ms", "idle_rss_mb"),
-    "turn_overhead": ("turn_overhead_ms_5ext", "turn_overhead_ratio_5ext"),
+    "turn_overhead": ("turn_overhead_ms_5ext", "turn_overhead_ratio_5ext", "turn_overhead_ms_5ext_loaded"),
     "scaling": ("concurrent_turns_per_s", "concurrent_turn_p99_ms", "overhead_ms_by_ext_count"),
     "egress_proxy": ("egress_proxy_overhead_ms", "egress_proxy_ratio"),
     "scale_topology": ("topology_turns_per_s", "topology_turn_p99_ms", "single_sqlite_turns_per_s",

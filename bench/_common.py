@@ -80,6 +80,7 @@ GOALS: dict[str, Goal] = {
     "idle_rss_mb": Goal("<=", 45),
     "turn_overhead_ms_5ext": Goal("<=", 10),
     "turn_overhead_ratio_5ext": Goal("info"),
+    "turn_overhead_ms_5ext_loaded": Goal("<=", 15),
     "concurrent_turns_per_s": Goal("info"),
     "concurrent_turn_p99_ms": Goal("info"),
     "overhead_ms_by_ext_count": Goal("info", text="linear, no cliff"),

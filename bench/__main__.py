@@ -27,6 +27,7 @@ from . import (  # noqa: E402
     chunks,
     cold_start,
     egress_proxy,
+    ext_count,
     history,
     hook_floor,
     hook_rtt,
@@ -41,7 +42,7 @@ from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
     m.NAME: m for m in (hook_rtt, hook_floor, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling,
-                        egress_proxy, history, scale_topology, journal)
+                        ext_count, egress_proxy, history, scale_topology, journal)
 }
 #: Benchmarks a --quick run leaves out (they start a database and several processes): run them with --only.
 NOT_QUICK = {scale_topology.NAME}
@@ -54,7 +55,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "tool_vs_mcp": ("tool_rtt_p50_us", "mcp_tool_rtt_p50_us", "tool_vs_mcp_ratio"),
     "cold_start": ("cold_start_p50_ms", "cold_start_5_parallel_ms", "idle_rss_mb"),
     "turn_overhead": ("turn_overhead_ms_5ext", "turn_overhead_ratio_5ext", "turn_overhead_ms_5ext_loaded"),
-    "scaling": ("concurrent_turns_per_s", "concurrent_turn_p99_ms", "overhead_ms_by_ext_count"),
+    "scaling": ("concurrent_turns_per_s", "concurrent_turn_p99_ms"),
+    "ext_count": ("overhead_ms_by_ext_count", "overhead_ms_by_ext_count_before_turn"),
     "egress_proxy": ("egress_proxy_overhead_ms", "egress_proxy_ratio"),
     "scale_topology": ("topology_turns_per_s", "topology_turn_p99_ms", "single_sqlite_turns_per_s",
                        "single_sqlite_turn_p99_ms"),

@@ -83,7 +83,8 @@ GOALS: dict[str, Goal] = {
     "turn_overhead_ms_5ext_loaded": Goal("<=", 15),
     "concurrent_turns_per_s": Goal("info"),
     "concurrent_turn_p99_ms": Goal("info"),
-    "overhead_ms_by_ext_count": Goal("info", text="linear, no cliff"),
+    "overhead_ms_by_ext_count": Goal("info", text="sub-linear in observe-only extensions"),
+    "overhead_ms_by_ext_count_before_turn": Goal("info", text="linear (sequential by contract)"),
     "egress_proxy_overhead_ms": Goal("info"),
     "egress_proxy_ratio": Goal("info"),
     "topology_turns_per_s": Goal("info"),
@@ -247,8 +248,9 @@ def proc_cpu_s(pid: int) -> float:
 
 
 def ext_cpu_s(infos: Sequence[Any]) -> float:
-    """Total CPU seconds used so far by the processes of these ExtensionInfos."""
-    return sum(proc_cpu_s(i.pid) for i in infos if i.pid is not None)
+    """Total CPU seconds used so far by the processes of these ExtensionInfos (each one's whole tree: in the sandbox
+    the pid the host sees is a waiter above the extension)."""
+    return sum(proc_cpu_s(p) for i in infos if i.pid is not None for p in process_tree(i.pid))
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from host import ExtensionManager
 
-from ._agents import timed_turn
+from ._agents import measured_turn, timed_turn
 from ._common import gc_paused, median, rnd
 
 
@@ -30,6 +30,8 @@ class Overhead:
     round_max_ms: float
     base_ms: float
     subject_ms: float
+    host_cpu_ms: float  # the host's CPU per turn with the extensions over without (medians)
+    ext_cpu_ms: float  # the extensions' CPU per turn (mean: /proc counts it in clock ticks)
 
     @property
     def ratio(self) -> float:
@@ -39,33 +41,39 @@ class Overhead:
         return [rnd(self.round_min_ms, 2), rnd(self.round_max_ms, 2)]
 
 
-async def turn_overhead(mgr: ExtensionManager, message: str, rounds: int, pairs_per_round: int) -> Overhead:
+async def turn_overhead(mgr: ExtensionManager, message: str, rounds: int, pairs_per_round: int, *,
+                        warm: bool = True) -> Overhead:
     """Interleave turns without (A) and with (B) `mgr`'s extensions, A B B A A B ...: `rounds` rounds of
-    `pairs_per_round` pairs, the cyclic GC paused within a round (collected before each, for both sides)."""
-    await timed_turn(None, message)  # warm both paths
-    await timed_turn(mgr, message)
-    all_a: list[float] = []
-    all_b: list[float] = []
+    `pairs_per_round` pairs, the cyclic GC paused within a round (collected before each, for both sides).
+    `warm`: one turn of each first, not measured."""
+    if warm:
+        await timed_turn(None, message)
+        await timed_turn(mgr, message)
+    all_a: list[tuple[float, float, float]] = []
+    all_b: list[tuple[float, float, float]] = []
     per_round: list[float] = []
     flip = False
     for _ in range(rounds):
-        ra: list[float] = []
-        rb: list[float] = []
+        ra: list[tuple[float, float, float]] = []
+        rb: list[tuple[float, float, float]] = []
         with gc_paused():
             for _ in range(pairs_per_round):
                 if flip:
-                    rb.append(await timed_turn(mgr, message))
-                    ra.append(await timed_turn(None, message))
+                    rb.append(await measured_turn(mgr, message))
+                    ra.append(await measured_turn(None, message))
                 else:
-                    ra.append(await timed_turn(None, message))
-                    rb.append(await timed_turn(mgr, message))
+                    ra.append(await measured_turn(None, message))
+                    rb.append(await measured_turn(mgr, message))
                 flip = not flip
-        per_round.append((median(rb) - median(ra)) * 1000)
+        per_round.append((median([t[0] for t in rb]) - median([t[0] for t in ra])) * 1000)
         all_a.extend(ra)
         all_b.extend(rb)
-    base, subject = median(all_a), median(all_b)
+    base, subject = median([t[0] for t in all_a]), median([t[0] for t in all_b])
+    host_cpu = median([t[1] for t in all_b]) - median([t[1] for t in all_a])
+    ext_cpu = sum(t[2] for t in all_b) / len(all_b)
     return Overhead(ms=(subject - base) * 1000, round_min_ms=min(per_round), round_max_ms=max(per_round),
-                    base_ms=base * 1000, subject_ms=subject * 1000)
+                    base_ms=base * 1000, subject_ms=subject * 1000, host_cpu_ms=host_cpu * 1000,
+                    ext_cpu_ms=ext_cpu * 1000)
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ NAME = "turn_overhead"
 
 async def _overhead(cfg: Config, decisions: bool, loaded: bool = False) -> tuple[Overhead, float]:
     """The overhead of 5 extensions on every hook, and the load average as it was measured."""
-    rounds = max(cfg.ab_rounds, 2 if cfg.quick else 8)
+    rounds = 1 if cfg.quick else max(cfg.ab_rounds, 10)
     pairs = cfg.n(6, 1)
     mgr = await all_hook_manager(cfg, 5, "dec" if decisions else "obs", decisions=decisions)
     try:
@@ -46,6 +46,8 @@ async def run(cfg: Config) -> Section:
         "turn_ms_5ext": rnd(obs.subject_ms, 2),
         "turn_overhead_ms_5ext_spread": obs.spread(),
         "turn_overhead_load_avg_1m": load,
+        "turn_overhead_host_cpu_ms_5ext": rnd(obs.host_cpu_ms, 2),
+        "turn_ext_cpu_ms_5ext": rnd(obs.ext_cpu_ms, 2),
         "turn_overhead_ms_5ext_loaded_spread": hog.spread(),
         "turn_ms_0ext_loaded": rnd(hog.base_ms, 2),
         "turn_overhead_loaded_load_avg_1m": hload,

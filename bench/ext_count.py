@@ -58,6 +58,10 @@ async def run(cfg: Config) -> Section:
         "overhead_ms_by_ext_count_spread": {str(k): v.spread() for k, v in observed.items()},
         "overhead_ms_per_ext_by_count_before_turn": {str(k): rnd(v.ms / k, 2) for k, v in before_turn.items()},
         "overhead_ms_by_ext_count_before_turn_spread": {str(k): v.spread() for k, v in before_turn.items()},
+        "host_cpu_ms_by_ext_count": {str(k): rnd(v.host_cpu_ms, 2) for k, v in observed.items()},
+        "ext_cpu_ms_by_ext_count": {str(k): rnd(v.ext_cpu_ms, 2) for k, v in observed.items()},
+        "host_cpu_ms_by_ext_count_before_turn": {str(k): rnd(v.host_cpu_ms, 2) for k, v in before_turn.items()},
+        "ext_cpu_ms_by_ext_count_before_turn": {str(k): rnd(v.ext_cpu_ms, 2) for k, v in before_turn.items()},
         "ext_count_turn_ms_0ext": rnd(observed[1].base_ms, 2),
         "ext_count_load_avg_1m": [obs_load, bt_load],
     }

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from host import ExtensionManager
+
 from ._agents import THREE_STEP_TURN
 from ._common import Config, Section, bench_manifest, rnd
 from ._overhead import Overhead, load_avg, turn_overhead
-from host import ExtensionManager
 
 NAME = "ext_count"
 EXT_COUNTS = (20, 10, 5, 2, 1)  # from the most to the fewest (extensions are unloaded between steps)

@@ -27,7 +27,9 @@ from . import (  # noqa: E402
     chunks,
     cold_start,
     egress_proxy,
+    ext_count,
     history,
+    hook_floor,
     hook_rtt,
     journal,
     litellm_floor,
@@ -41,20 +43,22 @@ from . import (  # noqa: E402
 from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
-    m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling, egress_proxy,
-                        history, scale_topology, journal, litellm_floor, otel_off)
+    m.NAME: m for m in (hook_rtt, hook_floor, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling,
+                        ext_count, egress_proxy, history, scale_topology, journal, litellm_floor, otel_off)
 }
 #: Benchmarks a --quick run leaves out (they start a database and several processes): run them with --only.
 NOT_QUICK = {scale_topology.NAME}
 #: Which result keys each benchmark writes (for the table's order and the missing-key check).
 KEYS: dict[str, tuple[str, ...]] = {
     "hook_rtt": ("hook_rtt_p50_us", "hook_rtt_p99_us", "echo_rtt_p50_us", "hook_vs_echo_ratio"),
+    "hook_floor": ("stream_floor_rtt_p50_us", "hook_vs_stream_floor_ratio"),
     "chunks": ("chunks_per_s_1ext", "chunks_per_s_5ext", "host_cpu_us_per_chunk_per_ext"),
     "streamed_turn": ("streamed_turn_ratio_3ext",),
     "tool_vs_mcp": ("tool_rtt_p50_us", "mcp_tool_rtt_p50_us", "tool_vs_mcp_ratio"),
     "cold_start": ("cold_start_p50_ms", "cold_start_5_parallel_ms", "idle_rss_mb"),
-    "turn_overhead": ("turn_overhead_ms_5ext", "turn_overhead_ratio_5ext"),
-    "scaling": ("concurrent_turns_per_s", "concurrent_turn_p99_ms", "overhead_ms_by_ext_count"),
+    "turn_overhead": ("turn_overhead_ms_5ext", "turn_overhead_ratio_5ext", "turn_overhead_ms_5ext_loaded"),
+    "scaling": ("concurrent_turns_per_s", "concurrent_turn_p99_ms"),
+    "ext_count": ("overhead_ms_by_ext_count", "overhead_ms_by_ext_count_before_turn"),
     "egress_proxy": ("egress_proxy_overhead_ms", "egress_proxy_ratio"),
     "scale_topology": ("topology_turns_per_s", "topology_turn_p99_ms", "single_sqlite_turns_per_s",
                        "single_sqlite_turn_p99_ms"),

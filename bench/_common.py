@@ -66,6 +66,8 @@ GOALS: dict[str, Goal] = {
     "hook_rtt_p99_us": Goal("info"),
     "echo_rtt_p50_us": Goal("info"),
     "hook_vs_echo_ratio": Goal("<=", 1.0),
+    "stream_floor_rtt_p50_us": Goal("info"),
+    "hook_vs_stream_floor_ratio": Goal("<=", 1.3),
     "chunks_per_s_1ext": Goal(">=", 50_000),
     "chunks_per_s_5ext": Goal("info"),
     "host_cpu_us_per_chunk_per_ext": Goal("<=", 10.0),
@@ -78,9 +80,11 @@ GOALS: dict[str, Goal] = {
     "idle_rss_mb": Goal("<=", 45),
     "turn_overhead_ms_5ext": Goal("<=", 10),
     "turn_overhead_ratio_5ext": Goal("info"),
+    "turn_overhead_ms_5ext_loaded": Goal("<=", 15),
     "concurrent_turns_per_s": Goal(">=", 40),
     "concurrent_turn_p99_ms": Goal("<=", 1500),
-    "overhead_ms_by_ext_count": Goal("info", text="linear, no cliff"),
+    "overhead_ms_by_ext_count": Goal("info", text="sub-linear in observe-only extensions"),
+    "overhead_ms_by_ext_count_before_turn": Goal("info", text="linear (sequential by contract)"),
     "egress_proxy_overhead_ms": Goal("info"),
     "egress_proxy_ratio": Goal("info"),
     "topology_turns_per_s": Goal("info"),
@@ -249,8 +253,9 @@ def proc_cpu_s(pid: int) -> float:
 
 
 def ext_cpu_s(infos: Sequence[Any]) -> float:
-    """Total CPU seconds used so far by the processes of these ExtensionInfos."""
-    return sum(proc_cpu_s(i.pid) for i in infos if i.pid is not None)
+    """Total CPU seconds used so far by the processes of these ExtensionInfos (each one's whole tree: in the sandbox
+    the pid the host sees is a waiter above the extension)."""
+    return sum(proc_cpu_s(p) for i in infos if i.pid is not None for p in process_tree(i.pid))
 
 
 @dataclass

@@ -33,6 +33,7 @@ from ._convert import (
     turn_patch,
     turn_snapshot,
 )
+from ._eager import start_eager
 from ._extension import Extension, HookDef, ToolDef
 from ._grants import Grants
 from ._reply_limit import bounded, tool_value_json
@@ -361,12 +362,14 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                 elif body in ("before_turn", "before_tool_call"):
                     # started in order (after everything before it was handled), answered when done: a slow or
                     # blocking hook of one session never holds up the frames of another (docs/protocol.md [4.4])
-                    task = asyncio.create_task(self._answer_hook(fid, body, frame, out))
-                    hooks.add(task)
-                    task.add_done_callback(hooks.discard)
-                    if fid:
-                        hook_ids[fid] = (task, frame)
-                        task.add_done_callback(lambda _t, i=fid: hook_ids.pop(i, None))
+                    # eagerly: a handler that answers at once costs no task (extension_sdk/_eager.py)
+                    task = start_eager(self._answer_hook(fid, body, frame, out))
+                    if task is not None:
+                        hooks.add(task)
+                        task.add_done_callback(hooks.discard)
+                        if fid:
+                            hook_ids[fid] = (task, frame)
+                            task.add_done_callback(lambda _t, i=fid: hook_ids.pop(i, None))
                 elif body == "execute_tool":
                     task = asyncio.create_task(self._stream_tool(fid, frame.execute_tool, out))
                     tools[fid] = task

@@ -129,11 +129,6 @@ def _raw(data: bytes) -> bytes:
     return data
 
 
-def _expire(fut: asyncio.Future[Any]) -> None:
-    if not fut.done():
-        fut.set_exception(TimeoutError())
-
-
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
     value = shift = 0
     while True:
@@ -244,6 +239,9 @@ class ExtensionConnection:
         self._inflight = 0
         self._next_id = 0
         self._pending: dict[int, asyncio.Future[pb.ExtensionFrame]] = {}
+        self._due: dict[int, float] = {}  # awaited call id -> its deadline (loop time), under one timer (_arm_expiry)
+        self._expiry: asyncio.TimerHandle | None = None
+        self._expiry_at = 0.0
         self._kinds: dict[int, str] = {}  # call id -> the body kind its reply must have (recent ids kept)
         self._answered: set[int] = set()
         self.rejected = 0  # replies rejected (wrong kind, undecodable, duplicate, late, unknown id)
@@ -303,16 +301,19 @@ class ExtensionConnection:
         fut: asyncio.Future[pb.ExtensionFrame] = loop.create_future()
         self._pending[fid] = fut
         self._remember(fid, frame.WhichOneof("body") or "")
-        self._outbox.append((_CALL, frame, fut, loop.time() + timeout_s))
+        deadline = loop.time() + timeout_s
+        self._outbox.append((_CALL, frame, fut, deadline))
         self._hurry()
-        timer = loop.call_later(timeout_s, _expire, fut)
+        self._due[fid] = deadline
+        if self._expiry is None or deadline < self._expiry_at:
+            self._arm_expiry(loop, deadline)
         try:
             return await fut
         except (TimeoutError, asyncio.CancelledError):
             self._give_up(fid)
             raise
         finally:
-            timer.cancel()
+            self._due.pop(fid, None)
             self._pending.pop(fid, None)
             self._prelude_covers.pop(fid, None)
 
@@ -322,6 +323,31 @@ class ExtensionConnection:
         if self.streaming and self._broken is None and not self._closed:
             self._outbox.append((_SEND, pb.HostFrame(cancel=pb.CancelCall(id=fid))))
             self._hurry()
+
+    def _arm_expiry(self, loop: asyncio.AbstractEventLoop, at: float) -> None:
+        """One timer for every awaited call of this connection, at the earliest deadline (a timer per call costs
+        more than the call's own Python work); answered calls just leave `_due`."""
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._expiry_at = at
+        self._expiry = loop.call_at(at, self._expire_due)
+
+    def _expire_due(self) -> None:
+        """The earliest deadline came: time out the calls past theirs, re-arm for the next."""
+        self._expiry = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        nearest: float | None = None
+        for fid, at in list(self._due.items()):
+            if at <= now:
+                del self._due[fid]
+                fut = self._pending.get(fid)
+                if fut is not None and not fut.done():
+                    fut.set_exception(TimeoutError())
+            elif nearest is None or at < nearest:
+                nearest = at
+        if nearest is not None:
+            self._arm_expiry(loop, nearest)
 
     def _remember(self, fid: int, kind: str) -> None:
         """Keep the body kind the reply to call `fid` must have (the RECENT_IDS latest calls)."""
@@ -928,6 +954,9 @@ class ExtensionConnection:
 
     async def close(self) -> None:
         self._closed = True
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
         self._fail(ExtensionUnavailableError(f"extension {self.name!r} was closed", extension=self.name))
         for task in [*self._tasks, *self._bridge_tasks]:
             task.cancel()

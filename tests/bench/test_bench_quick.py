@@ -18,6 +18,7 @@ NUMBER_KEYS = (
     "tool_rtt_p50_us", "mcp_tool_rtt_p50_us", "tool_vs_mcp_ratio",
     "cold_start_p50_ms", "cold_start_5_parallel_ms", "idle_rss_mb",
     "turn_overhead_ms_5ext", "turn_overhead_ratio_5ext",
+    "stream_floor_rtt_p50_us", "hook_vs_stream_floor_ratio", "turn_overhead_ms_5ext_loaded",
     "concurrent_turns_per_s", "concurrent_turn_p99_ms",
     "egress_proxy_overhead_ms", "egress_proxy_ratio",
     "host_ms_per_turn_10_msgs", "host_ms_per_turn_500_msgs", "loop_lag_p99_ms", "loop_lag_max_ms",
@@ -42,9 +43,10 @@ def test_quick_run_writes_every_key_as_a_number(tmp_path: Path) -> None:
     results = json.loads(out.read_text())
     for key in NUMBER_KEYS:
         assert _is_number(results.get(key)), f"{key} = {results.get(key)!r}"
-    by_count = results["overhead_ms_by_ext_count"]
-    assert sorted(by_count, key=int) == ["1", "2", "5", "10"]
-    assert all(_is_number(v) for v in by_count.values()), by_count
+    for series in ("overhead_ms_by_ext_count", "overhead_ms_by_ext_count_before_turn"):
+        by_count = results[series]
+        assert sorted(by_count, key=int) == ["1", "2", "5", "10", "20"], series
+        assert all(_is_number(v) for v in by_count.values()), by_count
     assert results["meta"]["sandbox_mode"] == "auto"
     # The last stdout line is the same results as machine-readable JSON.
     assert json.loads(done.stdout.strip().splitlines()[-1]) == results

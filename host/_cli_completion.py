@@ -16,21 +16,28 @@ from typing import Any
 SHELLS = ("bash", "zsh", "fish")
 
 
-def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], tuple[list[str], list[str], dict[str, str]]]:
-    """path -> (subcommand names, option strings, help of each subcommand) for every command level."""
+_Level = tuple[list[str], list[str], dict[str, str], list[str]]
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], _Level]:
+    """path -> (subcommand names, option strings, help of each subcommand, choices of a positional argument)
+    for every command level."""
     subs: dict[str, argparse.ArgumentParser] = {}
     helps: dict[str, str] = {}
     options: list[str] = []
+    values: list[str] = []
     for action in parser._actions:  # noqa: SLF001 - argparse has no public walk
         if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
             for choice in action._choices_actions:  # noqa: SLF001
                 helps[choice.dest] = choice.help or ""
             subs.update(action.choices)
+        elif not action.option_strings and action.choices:
+            values.extend(str(c) for c in action.choices)
         else:
             options.extend(s for s in action.option_strings if s.startswith("--") or len(action.option_strings) == 1)
     if not path:
         options.append("--debug")
-    out = {path: (list(subs), sorted(set(options)), helps)}
+    out = {path: (list(subs), sorted(set(options)), helps, values)}
     for name, sub in subs.items():
         out.update(_commands(sub, (*path, name)))
     return out
@@ -40,11 +47,11 @@ def _bash(parser: argparse.ArgumentParser) -> str:
     table = _commands(parser)
     moves = []
     words = []
-    for path, (subs, opts, _) in table.items():
+    for path, (subs, opts, _, values) in table.items():
         key = " ".join(path)
         for sub in subs:
             moves.append(f'            {shlex.quote(key + ":" + sub)}) path={shlex.quote(" ".join((*path, sub)))} ;;')
-        words.append(f'        {shlex.quote(key)}) subs={shlex.quote(" ".join(subs))}; opts={shlex.quote(" ".join(opts))} ;;')
+        words.append(f'        {shlex.quote(key)}) subs={shlex.quote(" ".join(subs or values))}; opts={shlex.quote(" ".join(opts))} ;;')
     return "\n".join([
         "# hookwire completion for bash (hookwire completion bash)",
         "_hookwire() {",
@@ -83,7 +90,7 @@ def _zsh(parser: argparse.ArgumentParser) -> str:
 def _fish(parser: argparse.ArgumentParser) -> str:
     table = _commands(parser)
     lines = ["# hookwire completion for fish (hookwire completion fish | source)"]
-    for path, (subs, opts, helps) in table.items():
+    for path, (subs, opts, helps, values) in table.items():
         if not path:
             cond = "__fish_use_subcommand"
         else:
@@ -93,6 +100,8 @@ def _fish(parser: argparse.ArgumentParser) -> str:
         for sub in subs:
             lines.append(f"complete -c hookwire -f -n {shlex.quote(cond)} -a {shlex.quote(sub)} "
                          f"-d {shlex.quote(helps.get(sub, '')[:60])}")
+        for value in values:
+            lines.append(f"complete -c hookwire -f -n {shlex.quote(cond)} -a {shlex.quote(value)}")
         for opt in opts:
             if opt.startswith("--"):
                 lines.append(f"complete -c hookwire -n {shlex.quote(cond)} -l {shlex.quote(opt[2:])}")

@@ -434,7 +434,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return quiet_broken_pipe()
     except Exception as exc:  # one clear line unless --debug
         if args.debug:
-            raise
+            import traceback
+
+            traceback.print_exc()  # the traceback, and still the exit code of the error
         _say(f"hookwire: error: {exc}", file=sys.stderr)
         return exit_code_for(exc)
     return ExitCode.USAGE

@@ -25,6 +25,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from . import (  # noqa: E402
     chunks,
+    cli_cold,
     cold_start,
     egress_proxy,
     history,
@@ -39,10 +40,11 @@ from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
     m.NAME: m for m in (hook_rtt, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling, egress_proxy,
-                        history, scale_topology)
+                        history, scale_topology, cli_cold)
 }
-#: Benchmarks a --quick run leaves out (they start a database and several processes): run them with --only.
-NOT_QUICK = {scale_topology.NAME}
+#: Benchmarks a --quick run leaves out (they start a database and several processes, or several fresh interpreters
+#: that each import litellm): run them with --only.
+NOT_QUICK = {scale_topology.NAME, cli_cold.NAME}
 #: Which result keys each benchmark writes (for the table's order and the missing-key check).
 KEYS: dict[str, tuple[str, ...]] = {
     "hook_rtt": ("hook_rtt_p50_us", "hook_rtt_p99_us", "echo_rtt_p50_us", "hook_vs_echo_ratio"),
@@ -55,6 +57,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "egress_proxy": ("egress_proxy_overhead_ms", "egress_proxy_ratio"),
     "scale_topology": ("topology_turns_per_s", "topology_turn_p99_ms", "single_sqlite_turns_per_s",
                        "single_sqlite_turn_p99_ms"),
+    "cli_cold": ("cli_run_cold_ms", "import_litellm_ms", "cli_run_cold_ratio"),
     "history": ("host_ms_per_turn_10_msgs", "host_ms_per_turn_500_msgs", "loop_lag_p99_ms", "loop_lag_max_ms"),
 }
 

@@ -91,6 +91,9 @@ GOALS: dict[str, Goal] = {
     "host_ms_per_turn_500_msgs": Goal("info", text="~ the 10-message figure"),
     "loop_lag_p99_ms": Goal("info"),
     "loop_lag_max_ms": Goal("<=", 150),
+    "cli_run_cold_ms": Goal("info", text="<= 1.3 x import_litellm_ms"),
+    "import_litellm_ms": Goal("info"),
+    "cli_run_cold_ratio": Goal("<=", 1.3),
 }
 
 

@@ -57,6 +57,8 @@ def test_list_shows_state_hooks_tools_and_permissions() -> None:
     proc = hookwire("ext", "list", "-e", TOOLS, "-e", ROUTER, "--json")
     assert proc.returncode == 0, proc.stderr
     infos = {i["name"]: i for i in json.loads(proc.stdout)}
+    assert {"name", "version", "state", "pid", "hooks", "tools", "features", "sandbox", "sandbox_missing",
+            "permissions", "restarts", "crashes", "manifest"} <= set(infos["tools"])  # docs/cli.md's shape
     assert infos["tools"]["state"] == "running"
     assert {t["name"] if isinstance(t, dict) else t for t in infos["tools"]["tools"]} >= {
         "tools_calculator",

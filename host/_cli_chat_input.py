@@ -96,8 +96,8 @@ class PromptLines:
             path = history_file()
             with contextlib.suppress(OSError):
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # what a user typed is theirs alone
                 self._readline.write_history_file(path)
-                path.chmod(0o600)  # what a user typed to a model is theirs alone
         if self._termios is not None:
             with contextlib.suppress(Exception):
                 import termios

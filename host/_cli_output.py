@@ -13,6 +13,7 @@ it literally.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -149,3 +150,28 @@ def show_turn_errors_once() -> None:
     """A failed turn's error is printed once, by the CLI ([turn error: ...]), not also as a log line (--debug keeps
     the log line)."""
     logging.getLogger("hookwire.agent").addFilter(_TurnErrorShown())
+
+
+def _granted(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_granted(v) for v in value.values())
+    return value not in (None, [], "", "none", False)
+
+
+def extensions_table(infos: Iterable[Mapping[str, Any]]) -> Any:
+    """`hookwire ext list` on a terminal: one row per extension (the ExtensionInfo dumps), untrusted text inert."""
+    from rich.table import Table
+
+    table = Table(title="extensions", title_justify="left")
+    for column in ("name", "version", "state", "pid", "hooks", "tools", "permissions", "sandbox"):
+        table.add_column(column, overflow="fold", style="bold" if column == "name" else "")
+    for data in infos:
+        tools = [t["name"] if isinstance(t, dict) else t for t in data.get("tools") or []]
+        perms = data.get("permissions") or {}
+        granted = ", ".join(f"{k}: {json.dumps(v)}" for k, v in perms.items() if _granted(v))
+        state = str(data.get("state", "?"))
+        table.add_row(safe_text(data.get("name")), safe_text(data.get("version", "")),
+                      safe_text(state, "green" if state == "running" else "yellow"), str(data.get("pid") or ""),
+                      safe_text(", ".join(data.get("hooks") or [])), safe_text(", ".join(tools)),
+                      safe_text(granted), safe_text(", ".join(data.get("sandbox") or [])))
+    return table

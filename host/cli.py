@@ -187,6 +187,11 @@ async def _cmd_list(manifests: Sequence[str], sandbox: str, as_json: bool) -> in
 
             print_json([i.model_dump(mode="json", by_alias=True) for i in infos])
             return 0
+        from ._cli_output import console, extensions_table, rich_stdout
+
+        if rich_stdout():
+            console().print(extensions_table(i.model_dump(mode="json", by_alias=True) for i in infos))
+            return 0
         for info in infos:
             data = info.model_dump(mode="json", by_alias=True)
             _say(f"{data.get('name')} {data.get('version', '')}  [{data.get('state', '?')}]  pid {data.get('pid')}")

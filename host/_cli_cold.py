@@ -11,7 +11,9 @@ in one of them. That can't happen here because the two threads never import conc
 already imported everything it needs to start extensions (host.extensions and its dependencies, imported by the
 caller before this runs; `load_all` imports nothing new — checked by tests/cli/test_cli_cold.py), and it waits for
 the thread before anything else imports (Agent start, the turn). Should the thread's import fail anyway, the
-main thread imports litellm itself afterwards, so the error (if any) is the ordinary one.
+main thread imports litellm itself afterwards, so the error (if any) is the ordinary one. The spinner's thread
+(rich) only draws: Progress draws once in the main thread before this thread starts, so what rich needs to draw
+is imported by then (litellm imports a few rich modules too).
 
 A process that leaves while the thread is still importing (an extension failed to start) must not run
 interpreter shutdown under a half-done import: `unfinished()` tells main() to flush and `os._exit`.

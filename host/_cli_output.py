@@ -122,6 +122,9 @@ class Progress:
         if _tty(sys.stderr):
             self._status = console(stderr=True).status(safe_text("starting", "dim"), spinner="dots")
             self._status.start()
+            # Drawn once here, in the calling thread: whatever rich imports to draw is imported before the litellm
+            # thread (host/_cli_cold.py), which imports some rich modules itself, starts.
+            self._status.update(safe_text("starting", "dim"))
         return self
 
     def stop(self) -> None:

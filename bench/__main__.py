@@ -25,6 +25,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from . import (  # noqa: E402
     chunks,
+    cli_cold,
     cold_start,
     egress_proxy,
     ext_count,
@@ -44,10 +45,11 @@ from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
     m.NAME: m for m in (hook_rtt, hook_floor, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling,
-                        ext_count, egress_proxy, history, scale_topology, journal, litellm_floor, otel_off)
+                        ext_count, egress_proxy, history, scale_topology, journal, litellm_floor, otel_off, cli_cold)
 }
-#: Benchmarks a --quick run leaves out (they start a database and several processes): run them with --only.
-NOT_QUICK = {scale_topology.NAME}
+#: Benchmarks a --quick run leaves out (they start a database and several processes, or several fresh interpreters
+#: that each import litellm): run them with --only.
+NOT_QUICK = {scale_topology.NAME, cli_cold.NAME}
 #: Which result keys each benchmark writes (for the table's order and the missing-key check).
 KEYS: dict[str, tuple[str, ...]] = {
     "hook_rtt": ("hook_rtt_p50_us", "hook_rtt_p99_us", "echo_rtt_p50_us", "hook_vs_echo_ratio"),
@@ -63,6 +65,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "scale_topology": ("topology_turns_per_s", "topology_turn_p99_ms", "single_sqlite_turns_per_s",
                        "single_sqlite_turn_p99_ms"),
     "litellm_floor": ("turn_vs_litellm_ratio", "litellm_call_cpu_ms"),
+    "cli_cold": ("cli_run_cold_ms", "import_litellm_ms", "cli_run_cold_ratio"),
     "history": ("host_ms_per_turn_10_msgs", "host_ms_per_turn_500_msgs", "loop_lag_p99_ms", "loop_lag_max_ms"),
     "journal": ("journal_us_per_entry", "journal_turn_ratio_5ext_deciders"),
     "otel_off": ("otel_off_overhead_pct", "otel_on_overhead_pct"),

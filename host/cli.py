@@ -1,18 +1,26 @@
 """The `hookwire` command: run turns with extensions, validate and inspect manifests, diagnose the machine.
 
     hookwire run "PROMPT" -e MANIFEST... [--model ID] [--session ID] [--store FILE|URL] [--workspace DIR] [--body JSON]
-                                         (one-shot: a fresh session unless --session names one)
+                                         [--json]  (one-shot: a fresh session unless --session names one)
     hookwire chat -e MANIFEST... [--session ID] [--store FILE|URL]  (Ctrl-C aborts the running turn; at the prompt, quits)
-    hookwire ext validate FILE...
-    hookwire ext list -e MANIFEST...
-    hookwire ext schema
+    hookwire ext validate FILE... [--json]
+    hookwire ext list -e MANIFEST... [--json]
+    hookwire ext schema [--json]
     hookwire ext new NAME [--dir DIR]
     hookwire ext test MANIFEST [--json] [--endpoint TARGET] [--tool-input NAME=JSON]... [--sandbox MODE]
-    hookwire doctor
+    hookwire doctor [--json]
+    hookwire completion bash|zsh|fish
+    hookwire --version             (--debug is accepted anywhere on the line)
 
-Errors are one clear line on stderr (exit 1; 2 for usage), a traceback only with --debug.
+Errors are one clear line on stderr, a traceback only with --debug; exit codes are host._cli_exit.ExitCode
+(0 ok, 1 failed, 2 usage, 3 manifest, 4 extension start, 5 turn not completed, 130 Ctrl-C).
+On a terminal output is drawn with rich (host._cli_output); piped, it is the plain form the tests pin.
 What came from an extension, a manifest or a model is printed through host._terminal_text.terminal_safe (no
 terminal escape sequences, no bidi overrides), log lines too.
+
+This module is the parser and the dispatch. A command that lives in its own module registers itself: list the
+module in SUBCOMMAND_MODULES; its `register(subparsers)` adds its parser(s) and sets `handler=fn` on each
+(`fn(args)` returns an exit code, or a coroutine returning one). host/_cli_completion.py is the example.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _cli_journal
+from ._cli_exit import CliError, ExitCode, exit_code_for, pop_debug, pop_log_format, quiet_broken_pipe
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -42,15 +51,41 @@ def _say(text: str, *, file: Any = None) -> None:
     print(terminal_safe(text), file=file if file is not None else sys.stdout)
 
 
-class CliError(Exception):
-    """An error to show as one line, without a traceback."""
+#: Modules that add their own subcommands: each has `register(subparsers)` (see the module docstring).
+SUBCOMMAND_MODULES: tuple[str, ...] = ("host._cli_completion",)
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("hookwire")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the hookwire version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from extension_sdk.proto import PROTOCOL_VERSION
+
+        print(f"hookwire {_version()} (protocol v{PROTOCOL_VERSION})")
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hookwire", description="Run LLM chat turns with out-of-process extensions.")
-    p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    import importlib
+
+    p = argparse.ArgumentParser(prog="hookwire", description="Run LLM chat turns with out-of-process extensions.",
+                                epilog="exit codes: 0 ok, 1 failed, 2 usage, 3 manifest error, "
+                                       "4 extension failed to start, 5 turn did not complete, 130 interrupted")
+    p.add_argument("--version", action=_VersionAction)
+    p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs (accepted anywhere)")
     p.add_argument("--log-format", choices=("text", "json"), default=None,
-                   help="log lines on stderr: text, or one JSON object per line (default: $HOOKWIRE_LOG_FORMAT, else text)")
+                   help="log lines on stderr: text, or one JSON object per line (default: $HOOKWIRE_LOG_FORMAT, "
+                        "else text; accepted anywhere)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def turn_options(sp: argparse.ArgumentParser) -> None:
@@ -69,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one turn and print the answer and the hook trace")
     run.add_argument("prompt")
     turn_options(run)
+    run.add_argument("--json", action="store_true", help="print the outcome, answer and trace as one JSON object")
     chat = sub.add_parser("chat", help="an interactive chat; history is kept in the store")
     turn_options(chat)
     demo = sub.add_parser("demo", help="a tour: real turns with the sample extensions on the embedded model")
@@ -79,11 +115,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     validate = ext.add_parser("validate", help="validate manifest files")
     validate.add_argument("files", nargs="+")
+    validate.add_argument("--json", action="store_true", help="machine-readable output")
     lst = ext.add_parser("list", help="start extensions and show their state, hooks, tools and permissions")
     lst.add_argument("-e", "--extension", action="append", default=[], metavar="MANIFEST", required=True)
     lst.add_argument("--sandbox", choices=["auto", "off", "required"], default="auto")
     lst.add_argument("--json", action="store_true", help="machine-readable output")
-    ext.add_parser("schema", help="print the manifest JSON Schema")
+    ext.add_parser("schema", help="print the manifest JSON Schema").add_argument(
+        "--json", action="store_true", help="accepted for symmetry: the schema is JSON either way")
     new = ext.add_parser("new", help="scaffold a working extension with its manifest and a test")
     new.add_argument("name")
     new.add_argument("--dir", default=None, help="target directory (default: ./NAME)")
@@ -99,29 +137,27 @@ def _parser() -> argparse.ArgumentParser:
                       help="the input for tool NAME (default: a small instance of its input schema)")
     test.add_argument("--sandbox", choices=["auto", "off", "required"], default="auto")
 
-    sub.add_parser("doctor", help="versions and which sandbox layers this machine can enforce")
+    sub.add_parser("doctor", help="versions and which sandbox layers this machine can enforce").add_argument(
+        "--json", action="store_true", help="machine-readable output")
     _cli_journal.register(sub)  # journal show|verify, replay (host/_cli_journal.py)
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return p
 
 
 # ----------------------------------------------------------------------------------------------- ext
 
 
-def _cmd_validate(files: Sequence[str]) -> int:
-    from ._errors import ManifestError
-    from .extensions._manifest import load_manifest
+def _cmd_validate(files: Sequence[str], as_json: bool) -> int:
+    from ._cli_json import print_json
+    from ._cli_validate import print_validate_report, validate_files
 
-    failed = 0
-    for file in files:
-        try:
-            m = load_manifest(file)
-        except ManifestError as exc:
-            failed += 1
-            _say(f"invalid  {exc}", file=sys.stderr)
-        else:
-            target = " ".join(m.command) if m.command else m.endpoint
-            _say(f"ok       {file}: {m.name} {m.version} ({target})")
-    return 1 if failed else 0
+    report = validate_files(list(files))
+    if as_json:
+        print_json(report)
+    else:
+        print_validate_report(report)
+    return ExitCode.OK if report.ok else ExitCode.MANIFEST
 
 
 def _cmd_schema() -> int:
@@ -152,7 +188,14 @@ async def _cmd_list(manifests: Sequence[str], sandbox: str, as_json: bool) -> in
     async with ExtensionManager(sandbox=sandbox) as mgr:  # type: ignore[arg-type]
         infos = await mgr.load_all(manifests)
         if as_json:
-            print(json.dumps([i.model_dump(mode="json", by_alias=True) for i in infos], indent=2))
+            from ._cli_json import print_json
+
+            print_json([i.model_dump(mode="json", by_alias=True) for i in infos])
+            return 0
+        from ._cli_output import console, extensions_table, rich_stdout
+
+        if rich_stdout():
+            console().print(extensions_table(i.model_dump(mode="json", by_alias=True) for i in infos))
             return 0
         for info in infos:
             data = info.model_dump(mode="json", by_alias=True)
@@ -171,11 +214,11 @@ def _tool_inputs(pairs: Sequence[str]) -> dict[str, Any]:
     for pair in pairs:
         name, sep, raw = pair.partition("=")
         if not sep or not name:
-            raise CliError(f"--tool-input {pair!r}: expected NAME=JSON")
+            raise CliError(f"--tool-input {pair!r}: expected NAME=JSON", code=ExitCode.USAGE)
         try:
             out[name] = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise CliError(f"--tool-input {name}: not valid JSON: {exc}") from None
+            raise CliError(f"--tool-input {name}: not valid JSON: {exc}", code=ExitCode.USAGE) from None
     return out
 
 
@@ -188,7 +231,7 @@ async def _cmd_test(args: argparse.Namespace) -> int:
         report = await run_conformance(args.manifest, sandbox=args.sandbox, endpoint=args.endpoint,
                                        tool_inputs=inputs)
     except ManifestError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(str(exc), code=ExitCode.MANIFEST) from None
     if args.json:
         _say(report.to_json())
     else:
@@ -199,13 +242,15 @@ async def _cmd_test(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------- turns
 
 
-def _make_agent(args: argparse.Namespace, manager: Any, *, stream: bool = True) -> Any:
+def _make_agent(args: argparse.Namespace, manager: Any, *, stream: bool = True, progress: Any = None) -> Any:
     from ._trace_format import render_chunk
     from .turn._agent import Agent
 
     class CliAgent(Agent):
         def on_chunk(self, ctx: Any) -> None:
             if stream:
+                if progress is not None:
+                    progress.stop()  # the answer replaces the spinner
                 sys.stdout.write(render_chunk(ctx.chunk))
                 sys.stdout.flush()
 
@@ -225,19 +270,19 @@ def _parse_body(raw: str | None) -> dict[str, Any] | None:
     try:
         body = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise CliError(f"--body is not valid JSON: {exc}") from None
+        raise CliError(f"--body is not valid JSON: {exc}", code=ExitCode.USAGE) from None
     if not isinstance(body, dict):
-        raise CliError("--body must be a JSON object")
+        raise CliError("--body must be a JSON object", code=ExitCode.USAGE)
     return body
 
 
 def _print_result(result: Any, show_trace: bool) -> None:
-    from ._trace_format import format_trace
+    from ._cli_output import print_status_line, print_trace
 
     print()
     status = getattr(result, "status", "?")
     if status != "completed":
-        _say(f"[turn {status}{': ' + result.error if getattr(result, 'error', None) else ''}]")
+        print_status_line(f"[turn {status}{': ' + result.error if getattr(result, 'error', None) else ''}]")
     failed_open = getattr(result, "failed_open", None)
     if failed_open:
         _say(f"[went on although these extensions failed open: {', '.join(failed_open)}]")
@@ -245,10 +290,12 @@ def _print_result(result: Any, show_trace: bool) -> None:
     if denied:  # the beforeTurn trust boundary (permissions.turnConfig, request-option policy): see the trace
         _say(f"[refused from extensions' beforeTurn: {', '.join(f'{d.extension}: {d.field}' for d in denied)}]")
     if show_trace:
-        print(format_trace(result.trace, result.provenance))
+        print_trace(result.trace, result.provenance)
 
 
 async def _cmd_run(args: argparse.Namespace) -> int:
+    from ._cli_cold import start_extensions
+    from ._cli_output import Progress
     from .extensions._manager import ExtensionManager
     from .turn._ui_messages import new_id
 
@@ -256,34 +303,49 @@ async def _cmd_run(args: argparse.Namespace) -> int:
     if args.session is None:  # one-shot: no earlier turns reach the model unless a session is named
         args.session = new_id("run")
     async with ExtensionManager(sandbox=args.sandbox) as mgr:
-        await mgr.load_all(args.extension)
-        async with _make_agent(args, mgr) as agent:
-            result = await agent.chat(args.prompt, body=body)
-            _print_result(result, not args.no_trace)
-            return 0 if result.status == "completed" else 1
+        with Progress() as progress:  # a spinner on a terminal while litellm imports and extensions start
+            await start_extensions(mgr, args.extension, progress)
+            async with _make_agent(args, mgr, stream=not args.json, progress=progress) as agent:
+                result = await agent.chat(args.prompt, body=body)
+                progress.stop()
+                if args.json:
+                    from ._cli_json import print_json, run_report
+
+                    print_json(run_report(result, args.session))
+                else:
+                    _print_result(result, not args.no_trace)
+                return ExitCode.OK if result.status == "completed" else ExitCode.TURN_FAILED
 
 
 async def _cmd_chat(args: argparse.Namespace) -> int:
-    from ._cli_interrupt import ChatInterrupts, ChatQuit, StdinLines
+    from ._cli_chat_input import PromptLines, help_text, resume_notice
+    from ._cli_cold import start_extensions
+    from ._cli_interrupt import ChatInterrupts, ChatQuit
+    from ._cli_output import Progress
     from .extensions._manager import ExtensionManager
 
     body = _parse_body(args.body)
     args.session = args.session or "cli"
     async with ExtensionManager(sandbox=args.sandbox) as mgr:
-        await mgr.load_all(args.extension)
+        with Progress() as progress:
+            await start_extensions(mgr, args.extension, progress)
         async with _make_agent(args, mgr) as agent:
-            print(f"hookwire chat — session {args.session!r}, model {args.model}; /quit, Ctrl-D or Ctrl-C to leave")
-            stdin = StdinLines()
-            with ChatInterrupts() as interrupts, contextlib.suppress(ChatQuit):
+            _say(f"hookwire chat — session {args.session!r}, model {args.model}; /help for help, /quit to leave")
+            notice = resume_notice(args.session, len(await agent.messages()))
+            if notice:
+                _say(notice)
+            stdin = PromptLines()
+            with ChatInterrupts() as interrupts, contextlib.suppress(ChatQuit), contextlib.closing(stdin):
                 while True:
-                    sys.stdout.write("you> ")
-                    sys.stdout.flush()
-                    line = await interrupts.until_quit(stdin.readline())  # Ctrl-C here: ChatQuit
+                    line = await interrupts.until_quit(stdin.read("you> "))  # Ctrl-C here: ChatQuit
                     if line is None:
                         print()
                         return 0
                     if line.strip() in ("/quit", "/exit"):
                         return 0
+                    if line.strip() in ("/help", "/?"):
+                        print(help_text())
+                        continue
                     if not line.strip():
                         continue
                     sys.stdout.write("assistant> ")
@@ -307,34 +369,17 @@ async def _cmd_demo(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------- doctor
 
 
-def _cmd_doctor() -> int:
-    import platform
-    from importlib import metadata
+def _cmd_doctor(as_json: bool) -> int:
+    from ._cli_doctor import doctor_report, print_doctor
+    from ._cli_output import rich_stdout
 
-    from extension_sdk.proto import PROTOCOL_VERSION
+    report = doctor_report()
+    if as_json:
+        from ._cli_json import print_json
 
-    print(f"hookwire protocol   v{PROTOCOL_VERSION}")
-    print(f"python              {platform.python_version()} ({sys.executable})")
-    for dist in ("hookwire", "grpcio", "protobuf", "pydantic", "litellm", "PyYAML"):
-        try:
-            version = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            version = "not installed"
-        print(f"{dist:<19} {version}")
-    print(f"platform            {platform.system()} {platform.release()} {platform.machine()}, euid {os.geteuid()}")
-    try:
-        from .sandbox._plan import sandbox_capabilities
-    except ImportError:
-        print("sandbox             (sandbox module not available)")
-        return 0
-    caps = sandbox_capabilities()
-    print("sandbox layers this machine can enforce:")
-    for layer, state in caps.get("layers", {}).items():
-        mark = "yes" if state.get("available") else "NO "
-        print(f"  {mark}  {layer:<18} {state.get('detail', '')}")
-    print("(`sandbox: auto` applies every available layer; `sandbox: required` refuses an extension whose")
-    print(" isolation can't be enforced. A `permissions.network` host list needs egress_proxy in both modes:")
-    print(" without it the extension is refused, never given the whole network.)")
+        print_json(report)
+    else:
+        print_doctor(report, rich=rich_stdout())
     return 0
 
 
@@ -342,7 +387,26 @@ def _cmd_doctor() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    from . import _cli_cold
+
+    code = _main(argv)
+    try:  # flushed here, not at interpreter exit, so a reader that left (`| head -1`) is met quietly
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = quiet_broken_pipe()
+    if _cli_cold.unfinished():  # leaving while litellm still imports in a thread: no interpreter shutdown under it
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    rest, debug = pop_debug(sys.argv[1:] if argv is None else argv)
+    rest, log_format = pop_log_format(rest)
+    args = _parser().parse_args(rest if log_format is None else ["--log-format", log_format, *rest])
+    args.debug = debug
     from ._logging import apply_cli_format
     from ._terminal_text import TerminalSafeFormatter
 
@@ -350,10 +414,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler.setFormatter(TerminalSafeFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, handlers=[handler])
     apply_cli_format(handler, args.log_format)  # host/_logging.py
+    if not args.debug:
+        from ._cli_output import show_turn_errors_once
+
+        show_turn_errors_once()
     try:
+        if getattr(args, "handler", None) is not None:  # a command registered by a module (SUBCOMMAND_MODULES)
+            outcome = args.handler(args)
+            return int(asyncio.run(outcome) if asyncio.iscoroutine(outcome) else outcome)
         if args.command == "ext":
             if args.ext_command == "validate":
-                return _cmd_validate(args.files)
+                return _cmd_validate(args.files, args.json)
             if args.ext_command == "schema":
                 return _cmd_schema()
             if args.ext_command == "new":
@@ -364,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in _cli_journal.COMMANDS:
             return _cli_journal.run(args)
         if args.command == "doctor":
-            return _cmd_doctor()
+            return _cmd_doctor(args.json)
         if args.command == "run":
             return asyncio.run(_cmd_run(args))
         if args.command == "chat":
@@ -373,13 +444,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_cmd_demo(args))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:  # `hookwire doctor | head -1`: the reader left; so do we, quietly
+        return quiet_broken_pipe()
     except Exception as exc:  # one clear line unless --debug
         if args.debug:
-            raise
+            import traceback
+
+            traceback.print_exc()  # the traceback, and still the exit code of the error
         _say(f"hookwire: error: {exc}", file=sys.stderr)
-        return 1
-    return 2
+        return exit_code_for(exc)
+    return ExitCode.USAGE
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from . import _call_tags as call_tags
 from ._extension_client import ExtensionConnection
 from ._frames import context_field, observation_item
 from ._observation_acks import unhandled_since
+from ._observation_tally import ObservationTally, hook_rows
 from ._observer_ledger import ObserverLedger
 from ._registry import Registry
 from ._snapshots import (
@@ -286,6 +287,7 @@ class Dispatcher:
         self._egress = egress
         self._call: HookCall = call or self._call_hook
         self.ledger = ObserverLedger()  # stalled observers detached per turn; observations lost per turn
+        self.tally = ObservationTally()  # observations per turn and hook: a trace row per hook (_observation_tally)
         self._ctx_of_record: CallContext | None = None  # the context whose record `broadcast` holds
         self._ctx_record_key: tuple[str, str] | None = None
         self._ctx_record = context_field(context_to_proto(None))
@@ -320,6 +322,7 @@ class Dispatcher:
         deciders = [ext for ext in subs if ext.deciders]
         observers = [ext for ext in subs if not ext.deciders]
         if observers:
+            self.tally.add(context, "beforeToolCall")
             self.broadcast(observers, pb.Observation(before_tool_call=snap), context, False)
         if not deciders:
             return None
@@ -327,14 +330,17 @@ class Dispatcher:
 
     def after_tool_call(self, snapshot: ToolResultSnapshot, context: CallContext | None) -> None:
         if subs := self._registry.subscribers("afterToolCall"):
+            self.tally.add(context, "afterToolCall")
             self.broadcast(subs, pb.Observation(after_tool_call=tool_result_to_proto(snapshot)), context, False)
 
     def on_step_finish(self, snapshot: StepSnapshot, context: CallContext | None) -> None:
         if subs := self._registry.subscribers("onStepFinish"):
+            self.tally.add(context, "onStepFinish")
             self.broadcast(subs, pb.Observation(step_finish=step_to_proto(snapshot)), context, False)
 
     def on_chunk(self, snapshot: ChunkSnapshot, context: CallContext | None) -> None:
         if subs := self._registry.subscribers("onChunk"):
+            self.tally.add(context, "onChunk")
             self.broadcast(subs, chunk_to_observation(snapshot), context, True)
 
     def broadcast(self, subs: list[ExtensionRuntime], obs: pb.Observation, context: CallContext | None,
@@ -374,6 +380,7 @@ class Dispatcher:
         The end of the turn `context`: an observer detached from it (stalled) is not waited for, and the
         observations of the turn a broken connection lost are reported (host/extensions/_observer_ledger.py)."""
         record = context_field(context_to_proto(context))
+        counts = self.tally.take(context)
         waits = []
         for ext in self._registry.exts.values():
             skipped, lost = self.ledger.end_turn(ext.name, record)
@@ -386,7 +393,7 @@ class Dispatcher:
                 continue
             conn = ext.conn
             if conn is not None:
-                waits.append(self._flush_one(ext, conn, context, record))
+                waits.append(self._flush_one(ext, conn, context, record, counts))
         self.ledger.forget(record)
         if waits:
             await asyncio.gather(*waits)
@@ -422,7 +429,7 @@ class Dispatcher:
                                    "detached for the rest of this turn")
 
     async def _flush_one(self, ext: ExtensionRuntime, conn: ExtensionConnection, context: CallContext | None,
-                         record: bytes) -> None:
+                         record: bytes, counts: dict[str, int] | None = None) -> None:
         timeout = ext.manifest.timeouts.hook_ms / 1000
         sent, dropped = conn.enqueued, conn.dropped
         last_sent, last_dropped = self._flush_marks.get(ext.name, (0, 0))
@@ -447,7 +454,15 @@ class Dispatcher:
             self._trace("observe", ext.name, "failed_open", latency_ms=(time.perf_counter() - t0) * 1000,
                         detail=detail, context=context)
             return
-        if sent > last_sent:
+        subscribed = set(ext.hooks) - {"beforeToolCall"} if ext.deciders else set(ext.hooks)
+        rows = hook_rows(counts or {}, subscribed, sent - last_sent, dropped - last_dropped) if sent > last_sent else None
+        if rows:  # a row per hook (afterToolCall, onStepFinish, onChunk ...), sharing the batch's latency
+            ms = (time.perf_counter() - t0) * 1000
+            if dropped > last_dropped:
+                telemetry.observations_dropped(ext.name, dropped - last_dropped)
+            for hook, detail in rows:
+                self._trace(hook, ext.name, "ok", latency_ms=ms, detail=detail, context=context)
+        elif sent > last_sent:
             detail = f"{sent - last_sent} observation(s) delivered in order"
             if dropped > last_dropped:
                 detail += f", {dropped - last_dropped} oldest onChunk dropped (extension too slow)"

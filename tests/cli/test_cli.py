@@ -25,7 +25,7 @@ def test_validate_names_the_file_field_and_reason_and_exits_nonzero(tmp_path: Pa
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\ncommand: [python, x.py]\nlimits: {memoryMb: lots}\n")
     proc = hookwire("ext", "validate", TOOLS, str(bad))
-    assert proc.returncode == 1
+    assert proc.returncode == 3  # a manifest error
     assert f"ok       {TOOLS}" in proc.stdout
     assert f"{bad}: limits.memoryMb: Input should be a valid integer" in proc.stderr
 
@@ -34,8 +34,8 @@ def test_validate_rejects_a_misspelt_field(tmp_path: Path) -> None:
     bad = tmp_path / "typo.json"
     bad.write_text(json.dumps({"name": "x", "command": ["x"], "permisions": {}}))
     proc = hookwire("ext", "validate", str(bad))
-    assert proc.returncode == 1
-    assert "permisions: Extra inputs are not permitted" in proc.stderr
+    assert proc.returncode == 3
+    assert "permisions: Extra inputs are not permitted (did you mean 'permissions'?)" in proc.stderr
 
 
 def test_schema_is_the_manifest_json_schema() -> None:
@@ -47,7 +47,7 @@ def test_schema_is_the_manifest_json_schema() -> None:
 def test_an_error_is_one_line_without_a_traceback_unless_debug(tmp_path: Path) -> None:
     missing = str(tmp_path / "nope.yaml")
     proc = hookwire("run", "hi", "-e", missing, "--store", str(tmp_path / "s.db"))
-    assert proc.returncode == 1
+    assert proc.returncode == 3  # a manifest error
     assert proc.stderr.strip().splitlines() == [f"hookwire: error: {missing}: no such file"]
     debug = hookwire("--debug", "run", "hi", "-e", missing, "--store", str(tmp_path / "s.db"))
     assert "Traceback" in debug.stderr
@@ -57,6 +57,8 @@ def test_list_shows_state_hooks_tools_and_permissions() -> None:
     proc = hookwire("ext", "list", "-e", TOOLS, "-e", ROUTER, "--json")
     assert proc.returncode == 0, proc.stderr
     infos = {i["name"]: i for i in json.loads(proc.stdout)}
+    assert {"name", "version", "state", "pid", "hooks", "tools", "features", "sandbox", "sandbox_missing",
+            "permissions", "restarts", "crashes", "manifest"} <= set(infos["tools"])  # docs/cli.md's shape
     assert infos["tools"]["state"] == "running"
     assert {t["name"] if isinstance(t, dict) else t for t in infos["tools"]["tools"]} >= {
         "tools_calculator",
@@ -83,8 +85,11 @@ def test_chat_keeps_history_in_the_store_across_runs(tmp_path: Path) -> None:
     first = hookwire("chat", "--store", store, "--session", "s", "--no-trace", stdin="one\ntwo\n/quit\n")
     assert first.returncode == 0, first.stderr
     assert "echo: one" in first.stdout and "echo: two" in first.stdout
-    again = hookwire("chat", "--store", store, "--session", "s", "--no-trace", stdin="three\n")
+    again = hookwire("chat", "--store", store, "--session", "s", "--no-trace", stdin="/help\nthree\n")
     assert "echo: three" in again.stdout
+    assert "resuming session 's': 4 earlier messages (the model sees them)\n" in again.stdout
+    assert "  /quit, /exit     leave the chat" in again.stdout
+    assert "resuming" not in first.stdout
     check = f"""
 import asyncio
 from host import MessageStore

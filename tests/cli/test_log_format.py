@@ -43,3 +43,16 @@ def test_an_unknown_log_format_in_the_environment_is_a_usage_error() -> None:
     proc = hookwire("ext", "schema", env={"HOOKWIRE_LOG_FORMAT": "xml"})
     assert proc.returncode == 2
     assert proc.stderr.strip() == "hookwire: error: HOOKWIRE_LOG_FORMAT='xml': expected one of text, json"
+
+
+def test_log_format_after_the_subcommand_applies_too() -> None:
+    proc = hookwire("--debug", "ext", "list", "-e", TALKER, "--sandbox", "off", "--log-format", "json")
+    assert proc.returncode == 0, proc.stderr
+    (loaded,) = [r for r in json_records(proc.stderr) if r["message"].startswith("loaded extension 'talker'")]
+    assert loaded["logger"] == "hookwire.extensions"
+
+
+def test_an_unknown_log_format_after_the_subcommand_is_a_usage_error_naming_the_choices() -> None:
+    proc = hookwire("ext", "schema", "--log-format", "xml")
+    assert proc.returncode == 2
+    assert "argument --log-format: invalid choice: 'xml' (choose from" in proc.stderr

@@ -38,7 +38,7 @@ _CPU: dict[int, list[float]] = {}  # id(manager) -> CPU ms per start, one entry 
 
 def _tree_cpu_ms(mgr: ExtensionManager) -> float:
     """CPU of the manager's zygote and of its children it has reaped (utime, stime, cutime, cstime)."""
-    zygote = getattr(mgr, "_zygote", None)
+    zygote = getattr(getattr(mgr, "_launcher", None), "zygote", None)
     pid = zygote.pid if zygote is not None else None
     if pid is None:
         return 0.0

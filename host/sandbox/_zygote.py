@@ -35,6 +35,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ._launcher import clone_flags
+
 log = logging.getLogger("hookwire.extensions")
 
 ZYGOTE_MAIN: Path = Path(__file__).resolve().with_name("_zygote_main.py")
@@ -331,7 +333,8 @@ class Zygote:
             if ctrl is None:
                 raise ZygoteUnavailable(self.broken or "the zygote is not running")
             try:
-                socket.send_fds(ctrl, [json.dumps({"op": "spawn", "id": rid}).encode()],
+                request = {"op": "spawn", "id": rid, "clone": clone_flags(launch.spec) if launch.spec else 0}
+                socket.send_fds(ctrl, [json.dumps(request).encode()],
                                 [stdin_r, stdout_w, stderr_w, cfg_theirs.fileno()])
             except OSError as exc:
                 self._lost(f"cannot send a spawn request to the zygote: {exc}")

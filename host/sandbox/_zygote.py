@@ -35,8 +35,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ._launcher import clone_flags
-
 log = logging.getLogger("hookwire.extensions")
 
 ZYGOTE_MAIN: Path = Path(__file__).resolve().with_name("_zygote_main.py")
@@ -95,6 +93,16 @@ def zygote_launch(argv: list[str], env: dict[str, str]) -> ZygoteLaunch | None:
     if rest[0].startswith("-"):
         return None
     return ZygoteLaunch(kind="path", target=rest[0], argv=rest, title=command, spec=spec)
+
+
+def _clone_flags(spec: dict[str, Any] | None) -> int:
+    """The namespaces the zygote clones this child straight into (the launcher's `clone_flags`; 0: a plain fork).
+    Imported here, not at module level: the launcher's ctypes bindings exist on Linux only."""
+    if not spec or sys.platform != "linux":
+        return 0
+    from ._launcher import clone_flags
+
+    return clone_flags(spec)
 
 
 def _zygote_env() -> dict[str, str]:
@@ -333,7 +341,7 @@ class Zygote:
             if ctrl is None:
                 raise ZygoteUnavailable(self.broken or "the zygote is not running")
             try:
-                request = {"op": "spawn", "id": rid, "clone": clone_flags(launch.spec) if launch.spec else 0}
+                request = {"op": "spawn", "id": rid, "clone": _clone_flags(launch.spec)}
                 socket.send_fds(ctrl, [json.dumps(request).encode()],
                                 [stdin_r, stdout_w, stderr_w, cfg_theirs.fileno()])
             except OSError as exc:

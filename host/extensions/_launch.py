@@ -163,13 +163,14 @@ class Launcher:
             coalesce_s=m.observations.max_delay_ms / 1000,
         )
 
-    async def _spawn(self, ext: ExtensionRuntime, where: str) -> ExtensionConnection:
-        m = ext.manifest
-        runtime = self.runtime_dir()
-        if ext.scratch_dir is None:
+    def _fresh_paths(self, ext: ExtensionRuntime, runtime: Path, where: str) -> tuple[Path, Path]:
+        """The scratch dir and this generation's socket path (blocking filesystem work: run off the event loop, where
+        removing a restarted extension's old socket dir stalled every session for 150+ ms on a busy disk)."""
+        scratch = ext.scratch_dir
+        if scratch is None:
             scratch_root = runtime / "scratch"
             scratch_root.mkdir(mode=0o700, exist_ok=True)
-            ext.scratch_dir = Path(tempfile.mkdtemp(prefix=f"{ext.prefix[:24]}-", dir=scratch_root))
+            scratch = Path(tempfile.mkdtemp(prefix=f"{ext.prefix[:24]}-", dir=scratch_root))
         sock = self._socket_dir(ext) / f"{ext.prefix[:24]}-{ext.generation}.sock"
         if len(str(sock)) >= _MAX_SOCKET_PATH:
             raise ExtensionStartError(
@@ -180,6 +181,12 @@ class Launcher:
             if stale is not None:
                 with contextlib.suppress(FileNotFoundError):
                     stale.unlink()
+        return scratch, sock
+
+    async def _spawn(self, ext: ExtensionRuntime, where: str) -> ExtensionConnection:
+        m = ext.manifest
+        runtime = self.runtime_dir()
+        ext.scratch_dir, sock = await asyncio.to_thread(self._fresh_paths, ext, runtime, where)
         ext.socket_path = sock
         assert m.command is not None
         command = [sys.executable if c in ("python", "python3") and i == 0 else c for i, c in enumerate(m.command)]

@@ -1,7 +1,8 @@
 """The sandbox: what an extension process may run, read, reach and leave behind.
 
     _plan.py           the launch plan: which layers apply here and the launcher argv that applies them
-    _launcher.py       the launcher script (run by path, stdlib only): contain() -> init -> the extension
+    _launcher.py       the launcher script (run by path, stdlib only): contain() -> init -> the extension; for the
+                       zygote, clone_into_namespaces() + contain_cloned() (its child is init: no waiter)
     _zygote.py         a pre-imported Python that forks extensions fast; _zygote_main.py is its script
     _fs.py             the read-only root and private paths; _etc.py the shared /etc view; _fs_cleanup.py removes
                        trees safely

@@ -96,7 +96,7 @@ async def release_cgroups(lease: CgroupLease, pid: int, *, extension: str, give_
     for path in lease.paths(pid):
         while True:
             try:
-                if _try_remove(path):
+                if await asyncio.to_thread(_try_remove, path):  # a cgroup's rmdir can block: off the loop
                     break
             except OSError as exc:
                 log.warning("extension %r: cannot remove its cgroup %s: %s", extension, path, exc.strerror)

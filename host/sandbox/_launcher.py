@@ -266,9 +266,13 @@ def _fresh_cgroup(base: str, name: str) -> str:
     those of processes that are gone when it starts its first extension (left by a host that was killed).
     Reaping here, on every start, contended with the other starts' joins for the kernel's cgroup lock.
     """
+    return _cgroup_dir(base, name, os.getpid())
+
+
+def _cgroup_dir(base: str, name: str, pid: int) -> str:
     root = os.path.join(base, "hookwire")
     os.makedirs(root, exist_ok=True)
-    group = os.path.join(root, f"{name}-{os.getpid()}")
+    group = os.path.join(root, f"{name}-{pid}")
     os.makedirs(group, exist_ok=True)
     return group
 
@@ -286,18 +290,22 @@ def apply_memory_cgroup(base: str, name: str, limit: int) -> None:
     """Move this process into a fresh memory cgroup capped at `limit` bytes (v1 also caps memory+swap)."""
     try:
         group = _fresh_cgroup(base, name)
-        if os.path.exists(os.path.join(group, "memory.max")):  # v2
-            _write_file(os.path.join(group, "memory.max"), str(limit))
-            if os.path.exists(os.path.join(group, "memory.swap.max")):
-                _write_file(os.path.join(group, "memory.swap.max"), "0")
-        else:
-            _write_file(os.path.join(group, "memory.limit_in_bytes"), str(limit))
-            memsw = os.path.join(group, "memory.memsw.limit_in_bytes")
-            if os.path.exists(memsw):
-                _write_file(memsw, str(limit))
+        _set_memory_limit(group, limit)
         _write_file(os.path.join(group, "cgroup.procs"), str(os.getpid()))
     except OSError as exc:
         raise SandboxError("memory_cgroup", f"memory cgroup under {base}: {exc}") from None
+
+
+def _set_memory_limit(group: str, limit: int) -> None:
+    if os.path.exists(os.path.join(group, "memory.max")):  # v2
+        _write_file(os.path.join(group, "memory.max"), str(limit))
+        if os.path.exists(os.path.join(group, "memory.swap.max")):
+            _write_file(os.path.join(group, "memory.swap.max"), "0")
+    else:
+        _write_file(os.path.join(group, "memory.limit_in_bytes"), str(limit))
+        memsw = os.path.join(group, "memory.memsw.limit_in_bytes")
+        if os.path.exists(memsw):
+            _write_file(memsw, str(limit))
 
 
 # ---------------------------------------------------------------- containment: pid + mount namespaces
@@ -639,13 +647,10 @@ def _fork() -> int:
 
 def contain(spec: dict[str, Any], parent_pid: int | None) -> None:
     """Fork into the pid/mount namespaces (see the section comment); returns in the extension process only."""
-    import select
-
     _die_with_parent(parent_pid)
     egress = spec.get("egress")
     net = bool(spec.get("net_namespace") or egress)
     pidns = bool(spec.get("pid_namespace"))
-    fs = spec.get("fs")
     uid, gid = os.geteuid(), os.getegid()
     flags = CLONE_NEWUSER | (CLONE_NEWNET if net else 0) | (CLONE_NEWPID | CLONE_NEWNS if pidns else 0)
     if _libc.unshare(ctypes.c_int(flags)) != 0:
@@ -668,11 +673,24 @@ def contain(spec: dict[str, Any], parent_pid: int | None) -> None:
     # init
     os.close(status_r)
     os.close(life_w)
+    del waiter_pid
+    _init_and_fork(spec, status_w, life_r, relay_mod)  # returns in the extension only
+
+
+def _init_and_fork(spec: dict[str, Any], status_w: int, life_r: int, relay_mod: Any) -> None:
+    """pid 1: the private root (or a fresh /proc), the egress relay, then fork the extension and serve as its init.
+    `life_r` reads EOF once the parent that must outlive this process (the waiter or the zygote) is gone.
+    Returns in the extension process only (capabilities dropped)."""
+    import select
+
+    egress = spec.get("egress")
+    net = bool(spec.get("net_namespace") or egress)
+    pidns = bool(spec.get("pid_namespace"))
+    fs = spec.get("fs")
     try:
         _die_with_parent(None)
-        if select.select([life_r], [], [], 0)[0]:  # the waiter died before our prctl: nobody to serve
+        if select.select([life_r], [], [], 0)[0]:  # the parent died before our prctl: nobody to serve
             os._exit(EXIT_SANDBOX_FAILED)
-        del waiter_pid
         if fs is not None:
             mount_root(fs, os.getcwd())
         elif pidns:
@@ -704,6 +722,87 @@ def contain(spec: dict[str, Any], parent_pid: int | None) -> None:
             lst.close()
     _die_with_parent(None)
     drop_capabilities()
+
+
+# ---------------------------------------------------------------- the zygote's path: cloned into the namespaces
+#
+# The zygote (host/sandbox/_zygote_main.py) clone(2)s a child straight into fresh user, pid, mount (and net)
+# namespaces: that child is init (pid 1) and the pid the host sees, so there is no waiter process and no
+# unshare. It does what the waiter did (uid/gid maps, cgroups, no_new_privs) itself, then what init does.
+# Its exit status is the extension's: init writes the extension's wait status to a pipe the zygote reads when it
+# reaps init (pid 1 cannot die by a signal it sends itself). PR_SET_PDEATHSIG ties it to the zygote, whose
+# lifeline pipe closes the race between the clone and the prctl.
+
+_CLONE = {"x86_64": 56, "aarch64": 220, "arm64": 220}
+_SIGCHLD = 17
+#: This process's uid and gid, read at import (before any clone): in a fresh user namespace they read as the
+#: overflow ids until the maps are written.
+HOST_IDS = (os.geteuid(), os.getegid())
+
+
+def clone_flags(spec: dict[str, Any]) -> int:
+    """The namespaces a zygote child is cloned into for `spec`: 0 without a pid namespace (fork as usual)."""
+    if not spec.get("pid_namespace"):
+        return 0
+    net = bool(spec.get("net_namespace") or spec.get("egress"))
+    return CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | (CLONE_NEWNET if net else 0)
+
+
+def clone_into_namespaces(flags: int) -> int:
+    """clone(2) with `flags` and no new stack (fork-like): the child's pid in the parent, 0 in the child.
+
+    A raw clone skips glibc's and Python's fork bookkeeping. That is safe for this child because the caller is
+    single-threaded (no lock can be held by another thread) and the child only runs init's code: it never starts
+    a thread, and the extension it forks goes through glibc's fork (which resets the cached thread id) and then
+    `after_fork_child` (Python's own after-fork work)."""
+    number = _CLONE.get(platform.machine())
+    if number is None:
+        raise OSError(errno.ENOSYS, f"no clone syscall number for {platform.machine()!r}")
+    pid = int(_libc.syscall(ctypes.c_long(number), ctypes.c_ulong(flags | _SIGCHLD), None, None, None, None))
+    if pid < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"clone: {os.strerror(err)}")
+    return pid
+
+
+def after_fork_child() -> None:
+    """What os.fork() does in its child and a raw clone plus glibc's fork skip: Python's runtime reinit and the
+    at-fork hooks (threading's state, the random module's reseed, logging's locks)."""
+    ctypes.pythonapi.PyOS_AfterFork_Child()
+
+
+def contain_cloned(spec: dict[str, Any], outer_pid: int, status_w: int, life_r: int) -> None:
+    """In the child the zygote cloned with `clone_flags(spec)`: become init and fork the extension.
+
+    `outer_pid`: this process's pid as the host sees it (its cgroups are named after it, as the host expects);
+    `status_w`: where the extension's wait status goes; `life_r`: the zygote's lifeline. Returns in the extension
+    process only."""
+    uid, gid = HOST_IDS
+    try:
+        _write_file("/proc/self/setgroups", "deny")
+        _write_file("/proc/self/uid_map", f"{uid} {uid} 1\n")
+        _write_file("/proc/self/gid_map", f"{gid} {gid} 1\n")
+    except OSError as exc:
+        raise SandboxError("user_namespace", f"writing uid/gid map: {exc}") from None
+    proc = spec.get("process_limit")
+    if proc and proc["mechanism"] == "pids_cgroup":
+        try:
+            group = _cgroup_dir(proc["base"], spec["extension_id"], outer_pid)
+            _write_file(os.path.join(group, "pids.max"), str(int(proc["max"])))
+            _write_file(os.path.join(group, "cgroup.procs"), "0")  # "0": the writer, whatever its pid namespace
+        except OSError as exc:
+            raise SandboxError("process_limit", f"pids cgroup under {proc['base']}: {exc}") from None
+    memory = spec.get("memory_cgroup")
+    if memory:
+        try:
+            group = _cgroup_dir(memory["base"], spec["extension_id"], outer_pid)
+            _set_memory_limit(group, int(memory["bytes"]))
+            _write_file(os.path.join(group, "cgroup.procs"), "0")
+        except OSError as exc:
+            raise SandboxError("memory_cgroup", f"memory cgroup under {memory['base']}: {exc}") from None
+    if spec.get("no_new_privs"):
+        set_no_new_privs()  # init too: nothing in the tree may gain privileges
+    _init_and_fork(spec, status_w, life_r, load_relay() if spec.get("egress") else None)
 
 
 # ---------------------------------------------------------------- probe and main
@@ -821,27 +920,32 @@ def probe() -> dict[str, Any]:
     return {"kernel": platform.release(), "machine": platform.machine(), "euid": os.geteuid(), "layers": layers}
 
 
-def apply_spec(spec: dict[str, Any], parent_pid: int | None = None) -> None:
+def apply_spec(spec: dict[str, Any], parent_pid: int | None = None,
+               cloned: tuple[int, int, int] | None = None) -> None:
     """Apply every layer the spec names to the calling process, in order; raises SandboxError.
 
     Also used by the zygote's forked child (host/sandbox/_zygote_main.py loads this file by path): the calling
     process must be single-threaded (unshare(CLONE_NEWUSER) requires it). With `pid_namespace` (or
     `egress`) the caller FORKS twice (see host/_contain... `contain`): this function then returns only in
     the process that becomes the extension; the others never return. `parent_pid` is the caller's parent
-    (the host or the zygote), whose death must take the sandbox down.
+    (the host or the zygote), whose death must take the sandbox down. `cloned` = (outer pid, status fd, lifeline
+    fd): the caller is a zygote child already cloned into `clone_flags(spec)` (see `contain_cloned`).
     """
     proc = spec.get("process_limit")
-    if proc and proc["mechanism"] == "pids_cgroup":
-        apply_pids_cgroup(proc["base"], spec["extension_id"], int(proc["max"]))
     memory = spec.get("memory_cgroup")
-    if memory:
-        apply_memory_cgroup(memory["base"], spec["extension_id"], int(memory["bytes"]))
-    if spec.get("pid_namespace") or spec.get("egress"):
-        if spec.get("no_new_privs"):
-            set_no_new_privs()  # the waiter and init too: nothing in the tree may gain privileges
-        contain(spec, parent_pid)  # returns in the extension process only
-    elif spec.get("user_namespace") or spec.get("net_namespace"):
-        apply_namespaces(net=bool(spec.get("net_namespace")))
+    if cloned is not None:
+        contain_cloned(spec, *cloned)  # returns in the extension process only
+    else:
+        if proc and proc["mechanism"] == "pids_cgroup":
+            apply_pids_cgroup(proc["base"], spec["extension_id"], int(proc["max"]))
+        if memory:
+            apply_memory_cgroup(memory["base"], spec["extension_id"], int(memory["bytes"]))
+        if spec.get("pid_namespace") or spec.get("egress"):
+            if spec.get("no_new_privs"):
+                set_no_new_privs()  # the waiter and init too: nothing in the tree may gain privileges
+            contain(spec, parent_pid)  # returns in the extension process only
+        elif spec.get("user_namespace") or spec.get("net_namespace"):
+            apply_namespaces(net=bool(spec.get("net_namespace")))
     rlimits = dict(spec.get("rlimits") or {})
     if proc and proc["mechanism"] == "rlimit_nproc":
         rlimits["NPROC"] = int(proc["max"])

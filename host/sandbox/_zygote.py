@@ -95,6 +95,16 @@ def zygote_launch(argv: list[str], env: dict[str, str]) -> ZygoteLaunch | None:
     return ZygoteLaunch(kind="path", target=rest[0], argv=rest, title=command, spec=spec)
 
 
+def _clone_flags(spec: dict[str, Any] | None) -> int:
+    """The namespaces the zygote clones this child straight into (the launcher's `clone_flags`; 0: a plain fork).
+    Imported here, not at module level: the launcher's ctypes bindings exist on Linux only."""
+    if not spec or sys.platform != "linux":
+        return 0
+    from ._launcher import clone_flags
+
+    return clone_flags(spec)
+
+
 def _zygote_env() -> dict[str, str]:
     """The zygote's whole environment: nothing secret."""
     return {k: os.environ[k] for k in _ENV_PASSTHROUGH if k in os.environ}
@@ -331,7 +341,8 @@ class Zygote:
             if ctrl is None:
                 raise ZygoteUnavailable(self.broken or "the zygote is not running")
             try:
-                socket.send_fds(ctrl, [json.dumps({"op": "spawn", "id": rid}).encode()],
+                request = {"op": "spawn", "id": rid, "clone": _clone_flags(launch.spec)}
+                socket.send_fds(ctrl, [json.dumps(request).encode()],
                                 [stdin_r, stdout_w, stderr_w, cfg_theirs.fileno()])
             except OSError as exc:
                 self._lost(f"cannot send a spawn request to the zygote: {exc}")

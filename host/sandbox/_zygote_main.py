@@ -10,7 +10,9 @@ exists (so it has no threads), reports `{"op": "ready"}`, then serves spawn requ
 (the host's lifeline: when the host dies, the zygote exits).
 
 Protocol (one JSON object per datagram):
-  host -> zygote  {"op": "spawn", "id": N} with 4 fds (SCM_RIGHTS): child stdin, stdout, stderr, config socket
+  host -> zygote  {"op": "spawn", "id": N, "clone": FLAGS} with 4 fds (SCM_RIGHTS): child stdin, stdout, stderr,
+                  config socket; FLAGS (the launcher's `clone_flags` of the spec, 0: fork) are the namespaces the
+                  child is cloned straight into: it is then pid 1 of its pid namespace, the extension's init
   zygote -> host  {"op": "ready", "pid", "threads", "imported"}   once, after the pre-imports
                   {"op": "spawned", "id", "pid"} | {"op": "failed", "id", "error"}
                   {"op": "exit", "pid", "code"}   code as asyncio reports it (negative: killed by that signal)
@@ -28,6 +30,7 @@ a real interpreter would (SystemExit code, traceback and 1 on an exception), alw
 from __future__ import annotations
 
 import ctypes
+import gc
 import importlib.util
 import json
 import os
@@ -42,11 +45,15 @@ from types import ModuleType
 from typing import Any
 
 PRELOAD = (
-    "asyncio", "concurrent.futures", "argparse", "logging", "runpy",
+    "asyncio", "concurrent.futures", "concurrent.futures.thread", "argparse", "logging", "runpy", "queue",
+    "hashlib", "hmac",
     "grpc", "grpc.aio", "grpc_health.v1.health", "grpc_health.v1.health_pb2", "grpc_health.v1.health_pb2_grpc",
     "extension_sdk", "extension_sdk._schema_check", "extension_sdk.proto.extension_pb2",
     "extension_sdk.proto.extension_pb2_grpc",
     "extension_sdk.proto.host_bridge_pb2", "extension_sdk.proto.host_bridge_pb2_grpc",
+    # what Extension.serve() imports lazily: every child paid these imports itself (~10 ms of CPU each)
+    "extension_sdk._process", "extension_sdk._extension_server", "extension_sdk._listen",
+    "extension_sdk._stream_bridge", "extension_sdk._reply_limit",
 )
 EXIT_SANDBOX_FAILED = 125
 EXIT_SETUP_FAILED = 127
@@ -73,6 +80,17 @@ def _preload() -> list[str]:
         except Exception as exc:  # a missing module only makes children slower
             print(f"hookwire-zygote: cannot pre-import {name}: {exc}", file=sys.stderr, flush=True)
     return done
+
+
+def _warm() -> None:
+    """Fill the caches every child would fill on its own: the JSON Schema meta-schema a tool's parameters are
+    checked against (`Extension.tool`)."""
+    try:
+        from extension_sdk._schema_check import check_tool_schema
+
+        check_tool_schema("zygote", "warm", {"type": "object", "properties": {"a": {"type": "integer"}}})
+    except Exception:  # only makes children slower
+        pass
 
 
 def _thread_count() -> int:
@@ -159,10 +177,28 @@ def _read_config(fd: int) -> dict[str, Any]:
     return json.loads(b"".join(chunks))
 
 
-def _child(ctrl: socket.socket, fds: list[int], wake: tuple[int, int], launcher: ModuleType, parent: int) -> None:
-    """In the forked child: become the extension. Never returns."""
+def _child(ctrl: socket.socket, fds: list[int], wake: tuple[int, int], launcher: ModuleType, parent: int,
+           inherited: list[int], cloned: tuple[int, int, int, int] | None) -> None:
+    """In the forked (or cloned) child: become the extension. Never returns.
+
+    `inherited`: the zygote's own fds to close (its lifeline's write end, other children's status pipes).
+    `cloned` = (clone flags, go fd, status fd, lifeline fd) when the zygote cloned this child straight into the
+    sandbox's namespaces: it is pid 1 of its pid namespace, the extension's init (`launcher.contain_cloned`)."""
     name = "?"
+    outer_pid = 0
     try:
+        if cloned is not None:
+            launcher._die_with_parent(None)  # first: SIGKILL when the zygote dies
+        for fd in inherited:
+            os.close(fd)
+        if cloned is not None:
+            _flags, go_r, _status_w, life_r = cloned
+            if select.select([life_r], [], [], 0)[0]:  # the zygote died before our prctl
+                os._exit(EXIT_SANDBOX_FAILED)
+            outer_pid = int(os.read(go_r, 32) or b"0")  # the zygote writes our pid (as the host sees it)
+            os.close(go_r)
+            if outer_pid <= 0:
+                os._exit(EXIT_SANDBOX_FAILED)
         os.setsid()
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -191,15 +227,20 @@ def _child(ctrl: socket.socket, fds: list[int], wake: tuple[int, int], launcher:
             os._exit(EXIT_SETUP_FAILED)
     _set_cmdline([str(a) for a in config.get("title") or []])  # before the sandbox forks: every process shows it
     spec = config.get("spec")
+    if cloned is not None and (not spec or launcher.clone_flags(spec) != cloned[0]):
+        os.write(2, f"hookwire-sandbox: extension {name!r}: cloned into namespaces its spec does not ask for\n".encode())
+        os._exit(EXIT_SANDBOX_FAILED)
     if spec:
         try:
-            launcher.apply_spec(spec, parent)
+            launcher.apply_spec(spec, parent, (outer_pid, cloned[2], cloned[3]) if cloned is not None else None)
         except launcher.SandboxError as exc:
             os.write(2, f"hookwire-sandbox: extension {spec.get('extension')!r}: {exc}\n".encode())
             os._exit(EXIT_SANDBOX_FAILED)
         except BaseException as exc:
             os.write(2, f"hookwire-sandbox: extension {name!r}: {exc}\n".encode())
             os._exit(EXIT_SANDBOX_FAILED)
+        if cloned is not None:
+            launcher.after_fork_child()  # no os.fork() made this process: Python's after-fork work, here
     kind, target = config["kind"], config["target"]
     sys.argv = [str(a) for a in config["argv"]]
     sys.path.insert(0, os.getcwd() if kind == "module" else os.path.dirname(os.path.realpath(target)))
@@ -235,7 +276,7 @@ def _finish_signal(sig: int) -> None:
 # ---------------------------------------------------------------- the zygote
 
 
-def _reap(ctrl: socket.socket, children: set[int]) -> None:
+def _reap(ctrl: socket.socket, children: set[int], statuses: dict[int, int]) -> None:
     while children:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -245,7 +286,23 @@ def _reap(ctrl: socket.socket, children: set[int]) -> None:
         if pid == 0:
             return
         children.discard(pid)
-        _send(ctrl, {"op": "exit", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
+        code = os.waitstatus_to_exitcode(status)
+        status_r = statuses.pop(pid, None)
+        if status_r is not None:  # a cloned init: it reported the extension's own wait status before exiting
+            code = _reported_code(status_r, code)
+        _send(ctrl, {"op": "exit", "pid": pid, "code": code})
+
+
+def _reported_code(status_r: int, code: int) -> int:
+    """The extension's exit code as its init reported it, or `code` (init's own) when it reported none (killed)."""
+    try:
+        reported = os.read(status_r, 64)
+    except OSError:
+        reported = b""
+    finally:
+        os.close(status_r)
+    text = reported.strip()
+    return os.waitstatus_to_exitcode(int(text)) if text.isdigit() else code
 
 
 def main() -> None:
@@ -260,12 +317,21 @@ def main() -> None:
     launcher = _load_launcher()
     launcher.load_relay()  # forked children use it without loading it again
     zygote_pid = os.getpid()
+    gc.disable()  # no collection while importing: fewer freed holes in the pages the children share
     imported = _preload()
+    _warm()
+    # Every object so far is moved out of the collector's reach: a child's collections then never write to the
+    # zygote's objects (their GC headers), which would copy nearly every shared page into each child.
+    gc.collect()
+    gc.freeze()
+    gc.enable()
     threads = _thread_count()
     _send(ctrl, {"op": "ready", "pid": os.getpid(), "threads": threads, "imported": imported})
     if threads != 1:
         return  # forking a multi-threaded process is unsafe (and unshare(CLONE_NEWUSER) fails): the host falls back
     children: set[int] = set()
+    statuses: dict[int, int] = {}  # cloned child (init) -> read end of the pipe its extension's status comes on
+    life_r, life_w = os.pipe()  # cloned children's lifeline: EOF once the zygote is gone (only it keeps life_w)
     poller = select.poll()
     poller.register(0, select.POLLIN)
     poller.register(wake_r, select.POLLIN)
@@ -277,7 +343,7 @@ def main() -> None:
                     pass
             except BlockingIOError:
                 pass
-        _reap(ctrl, children)
+        _reap(ctrl, children, statuses)
         if 0 not in events:
             continue
         try:
@@ -289,21 +355,44 @@ def main() -> None:
         if not data:
             return  # the host closed the lifeline
         request: Any = {}
+        pipes: list[int] = []
         try:
             request = json.loads(data)
             if request.get("op") != "spawn" or len(fds) != 4:
                 raise ValueError(f"bad request {data[:100]!r} with {len(fds)} fds")
-            pid = os.fork()
+            flags = int(request.get("clone") or 0)
+            if flags:  # straight into the sandbox's namespaces: the child is its init (no waiter, no unshare)
+                go_r, go_w = os.pipe()
+                status_r, status_w = os.pipe()
+                pipes = [go_r, go_w, status_r, status_w]
+                pid = launcher.clone_into_namespaces(flags)
+            else:
+                pid = os.fork()
         except Exception as exc:
-            for fd in fds:
+            for fd in [*fds, *pipes]:
                 os.close(fd)
             _send(ctrl, {"op": "failed", "id": request.get("id") if isinstance(request, dict) else None,
                          "error": str(exc)})
             continue
         if pid == 0:
-            _child(ctrl, fds, (wake_r, wake_w), launcher, zygote_pid)
+            inherited = [life_w, *statuses.values()]
+            if flags:
+                _child(ctrl, fds, (wake_r, wake_w), launcher, zygote_pid, [*inherited, go_w, status_r],
+                       (flags, go_r, status_w, life_r))
+            _child(ctrl, fds, (wake_r, wake_w), launcher, zygote_pid, [*inherited, life_r], None)
         for fd in fds:
             os.close(fd)
+        if flags:
+            os.close(go_r)
+            os.close(status_w)
+            os.set_blocking(status_r, False)
+            statuses[pid] = status_r
+            try:
+                os.write(go_w, str(pid).encode())
+            except OSError:
+                pass  # it died already: its exit is reported like any other
+            finally:
+                os.close(go_w)
         children.add(pid)
         _send(ctrl, {"op": "spawned", "id": request["id"], "pid": pid})
 

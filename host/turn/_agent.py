@@ -220,7 +220,9 @@ class Agent:
         if is_store(self._store_spec):
             raw, self._owns_store = self._store_spec, False
         else:
-            raw = open_store(self._store_spec)  # a SQLite path, or a postgresql:// URL (host/turn/_store_backends.py)
+            # a SQLite path, or a postgresql:// URL (host/turn/_store_backends.py). Off the loop: SQLite's open waits
+            # for the write lock, which other sessions' writes hold (issue 19: it stalled every session)
+            raw = await asyncio.to_thread(open_store, self._store_spec)
             self._owns_store = True
         self.store = SessionStore(raw, self.session_id)
         if hasattr(raw, "open"):

@@ -81,9 +81,17 @@ class TurnRecord:
 
 def _error_dict(error: Any) -> dict[str, Any]:
     if isinstance(error, BaseException):
-        stack = "".join(traceback.format_exception(error))[-4000:]
-        return {"name": type(error).__name__, "message": str(error), "stack": stack}
+        return {"name": type(error).__name__, "message": str(error), "stack": _stack_text(error)[-4000:]}
     return {"name": "Error", "message": str(error), "stack": ""}
+
+
+def _stack_text(error: BaseException) -> str:
+    """The traceback's frames and the exception line, without source lines: reading those (linecache stats and reads
+    every file of the stack) is file I/O on the event loop, which stalled it 100+ ms on a busy disk (issue 19)."""
+    lines = ["Traceback (most recent call last):\n"]
+    for frame, lineno in traceback.walk_tb(error.__traceback__):
+        lines.append(f'  File "{frame.f_code.co_filename}", line {lineno}, in {frame.f_code.co_name}\n')
+    return "".join(lines + traceback.format_exception_only(type(error), error))
 
 
 class HookChain:

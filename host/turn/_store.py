@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -95,6 +96,9 @@ def _check_message(session_id: str, message: Any) -> tuple[str, str, str]:
     return msg_id, role, data
 
 
+_OPEN_LOCK = threading.Lock()
+
+
 class MessageStore:
     """Async SQLite store for session transcripts, submissions, context blocks and session metadata."""
 
@@ -123,6 +127,12 @@ class MessageStore:
     # ------------------------------------------------------------------ worker-thread plumbing
 
     def _open(self) -> None:
+        # One open at a time in this process (opens run in worker threads, off the event loop): SQLite does not wait
+        # for the lock a journal-mode switch needs; two first opens of one file at once got "database is locked".
+        with _OPEN_LOCK:
+            self._open_locked()
+
+    def _open_locked(self) -> None:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
@@ -134,7 +144,8 @@ class MessageStore:
                     f"message store {self.path!r} has schema version {version}, newer than this hookwire "
                     f"supports ({SCHEMA_VERSION}); upgrade hookwire or use another store file"
                 )
-            conn.execute("PRAGMA journal_mode = WAL")
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")  # only a switch needs that lock (WAL persists in the file)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("BEGIN IMMEDIATE")
             try:

@@ -83,6 +83,8 @@ GOALS: dict[str, Goal] = {
     "turn_overhead_ms_5ext_loaded": Goal("<=", 15),
     "concurrent_turns_per_s": Goal(">=", 40),
     "concurrent_turn_p99_ms": Goal("<=", 1500),
+    "concurrent_litellm_floor_turns_per_s": Goal("info", text="the floor: litellm alone, 50 at once"),
+    "concurrent_turns_vs_litellm_floor": Goal("info", text="3 extensions; the 0-extension twin in extra"),
     "overhead_ms_by_ext_count": Goal("info", text="sub-linear in observe-only extensions"),
     "overhead_ms_by_ext_count_before_turn": Goal("info", text="linear (sequential by contract)"),
     "egress_proxy_overhead_ms": Goal("info"),

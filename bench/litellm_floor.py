@@ -32,7 +32,7 @@ NAME = "litellm_floor"
 _ids = iter(range(1, 10**9))
 
 
-async def _record_turn() -> list[dict[str, Any]]:
+async def record_turn() -> list[dict[str, Any]]:
     """The keyword arguments of the turn's model calls, in order."""
     calls: list[dict[str, Any]] = []
     real = litellm.acompletion
@@ -62,8 +62,9 @@ async def _drain() -> None:
         await asyncio.wait(pending, timeout=0.1)
 
 
-async def _bare(calls: list[dict[str, Any]], quiet: bool) -> tuple[float, float]:
-    """(wall s, CPU s) of the calls made one after another, each read to its end; CPU includes the drain."""
+async def bare_calls(calls: list[dict[str, Any]], quiet: bool, drain: bool = True) -> tuple[float, float]:
+    """(wall s, CPU s) of the calls made one after another, each read to its end; CPU includes the drain (waiting
+    for every other task of the loop: pass drain=False when other calls run concurrently)."""
 
     async def one(kwargs: dict[str, Any]) -> None:
         stream = await litellm.acompletion(**kwargs)
@@ -79,7 +80,8 @@ async def _bare(calls: list[dict[str, Any]], quiet: bool) -> tuple[float, float]
         else:
             await loop.create_task(one(kwargs), context=ctx)
     wall = time.perf_counter() - t0
-    await _drain()
+    if drain:
+        await _drain()
     return wall, time.process_time() - c0
 
 
@@ -97,11 +99,11 @@ async def _turn(bookkeeping: bool | None) -> tuple[float, float]:
 
 async def run(cfg: Config) -> Section:
     per_round = cfg.n(8, 1)
-    calls = await _record_turn()
+    calls = await record_turn()
     n_calls = len(calls)
     for _ in range(cfg.n(2, 1)):  # warm-up every path
-        await _bare(calls, True)
-        await _bare(calls, False)
+        await bare_calls(calls, True)
+        await bare_calls(calls, False)
         await _turn(None)
         await _turn(True)
 
@@ -111,8 +113,8 @@ async def run(cfg: Config) -> Section:
                 return [await fn(*args) for _ in range(per_round)]
         return go
 
-    floor, turn = await abab(cfg.ab_rounds, batch(_bare, calls, True), batch(_turn, None))
-    defaults, turn_bk = await abab(cfg.ab_rounds, batch(_bare, calls, False), batch(_turn, True))
+    floor, turn = await abab(cfg.ab_rounds, batch(bare_calls, calls, True), batch(_turn, None))
+    defaults, turn_bk = await abab(cfg.ab_rounds, batch(bare_calls, calls, False), batch(_turn, True))
 
     def med(rounds: list[list[tuple[float, float]]], i: int) -> float:
         return median([x[i] for r in rounds for x in r])

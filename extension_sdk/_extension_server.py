@@ -290,7 +290,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                 )
                 for t in ext.tools.values()
             ],
-            features=["connect", "connect-tools", "prelude"],
+            features=["connect", "connect-tools", "prelude", "multi-batch"],
             description=ext.description,
             sdk=_SDK,
         )
@@ -350,6 +350,11 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                 fid = frame.id
                 if body == "observations":
                     ack = await self._observe(frame.observations)
+                    for more in frame.more_observations:  # feature "multi-batch": other turns' batches, in order
+                        extra = await self._observe(more)
+                        ack.handled += extra.handled
+                        if extra.errors and len(ack.errors) < _MAX_UNREPORTED_ERRORS:
+                            ack.errors.extend(extra.errors[: _MAX_UNREPORTED_ERRORS - len(ack.errors)])
                     unacked += ack.handled
                     if fid:
                         ack.handled, unacked = unacked, 0

@@ -376,7 +376,7 @@ class ObservationAck(_message.Message):
     def __init__(self, handled: _Optional[int] = ..., errors: _Optional[_Iterable[_Union[HookError, _Mapping]]] = ...) -> None: ...
 
 class HostFrame(_message.Message):
-    __slots__ = ("id", "before_turn", "before_tool_call", "observations", "execute_tool", "cancel", "bridge_response", "prelude")
+    __slots__ = ("id", "before_turn", "before_tool_call", "observations", "execute_tool", "cancel", "bridge_response", "more_observations", "prelude")
     ID_FIELD_NUMBER: _ClassVar[int]
     BEFORE_TURN_FIELD_NUMBER: _ClassVar[int]
     BEFORE_TOOL_CALL_FIELD_NUMBER: _ClassVar[int]
@@ -384,6 +384,7 @@ class HostFrame(_message.Message):
     EXECUTE_TOOL_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
     BRIDGE_RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    MORE_OBSERVATIONS_FIELD_NUMBER: _ClassVar[int]
     PRELUDE_FIELD_NUMBER: _ClassVar[int]
     id: int
     before_turn: BeforeTurnRequest
@@ -392,8 +393,9 @@ class HostFrame(_message.Message):
     execute_tool: ExecuteToolRequest
     cancel: CancelCall
     bridge_response: _host_bridge_pb2.BridgeResponse
+    more_observations: _containers.RepeatedCompositeFieldContainer[ObservationBatch]
     prelude: ObservationBatch
-    def __init__(self, id: _Optional[int] = ..., before_turn: _Optional[_Union[BeforeTurnRequest, _Mapping]] = ..., before_tool_call: _Optional[_Union[BeforeToolCallRequest, _Mapping]] = ..., observations: _Optional[_Union[ObservationBatch, _Mapping]] = ..., execute_tool: _Optional[_Union[ExecuteToolRequest, _Mapping]] = ..., cancel: _Optional[_Union[CancelCall, _Mapping]] = ..., bridge_response: _Optional[_Union[_host_bridge_pb2.BridgeResponse, _Mapping]] = ..., prelude: _Optional[_Union[ObservationBatch, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., before_turn: _Optional[_Union[BeforeTurnRequest, _Mapping]] = ..., before_tool_call: _Optional[_Union[BeforeToolCallRequest, _Mapping]] = ..., observations: _Optional[_Union[ObservationBatch, _Mapping]] = ..., execute_tool: _Optional[_Union[ExecuteToolRequest, _Mapping]] = ..., cancel: _Optional[_Union[CancelCall, _Mapping]] = ..., bridge_response: _Optional[_Union[_host_bridge_pb2.BridgeResponse, _Mapping]] = ..., more_observations: _Optional[_Iterable[_Union[ObservationBatch, _Mapping]]] = ..., prelude: _Optional[_Union[ObservationBatch, _Mapping]] = ...) -> None: ...
 
 class CancelCall(_message.Message):
     __slots__ = ("id",)

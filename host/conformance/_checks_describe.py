@@ -14,7 +14,7 @@ from extension_sdk.proto import extension_pb2 as pb
 from ..extensions._grants import grants_to_proto
 from ._kit import Kit
 
-KNOWN_FEATURES = ("connect", "connect-tools", "prelude")
+KNOWN_FEATURES = ("connect", "connect-tools", "prelude", "multi-batch")
 
 
 async def check_describe(kit: Kit) -> bool:
@@ -43,7 +43,7 @@ def _identity(kit: Kit, desc: pb.DescribeResponse) -> None:
     if not desc.version:
         problems.append("no version")
     features = list(desc.features)
-    for dependent in ("connect-tools", "prelude"):
+    for dependent in ("connect-tools", "prelude", "multi-batch"):
         if dependent in features and "connect" not in features:
             problems.append(f"feature {dependent!r} without 'connect'")
     unknown = [f for f in features if f not in KNOWN_FEATURES]

@@ -1,4 +1,5 @@
-"""Clauses 4.1-4.5: hooks on the unary path and on the Connect stream (answers, ordering, acks, preludes)."""
+"""Clauses 4.1-4.6: hooks on the unary path and on the Connect stream (answers, ordering, acks, preludes, batches of
+many turns in one frame)."""
 
 from __future__ import annotations
 
@@ -219,3 +220,35 @@ async def check_prelude(kit: Kit, session: ConnectSession, ids: FrameIds, tool_i
     else:
         kit.results.passed("4.5", f"a {carrier.WhichOneof('body')} frame with a prelude of {len(items)} answered; "
                            f"the next ack counted {len(items)}")
+
+
+async def check_multi_batch(kit: Kit, session: ConnectSession, ids: FrameIds) -> None:
+    """4.6: an observations frame's `more_observations` (other turns' batches) are handled and counted in its ack."""
+    if "multi-batch" not in kit.features:
+        kit.results.skipped("4.6", "no 'multi-batch' feature: the host sends each turn's observations in a frame "
+                                   "of their own")
+        return
+    items = observation_items(kit.hooks, kit.decisions)
+    if not items:
+        kit.results.skipped("4.6", "subscribes to no observation: the host never sends one")
+        return
+    other = pb.ObservationBatch(context=pb.CallContext(session_id="kit-session-2", request_id="kit-request-2"),
+                                items=items)
+    frame = pb.HostFrame(id=ids.next(), observations=_batch(items), more_observations=[other, other])
+    want = 3 * len(items)
+    await session.send(frame)
+    timeout = max([kit.hook_timeout_s(h) for h in kit.hooks] + [kit.tool_timeout_s])
+    await session.wait_for(lambda: session.answered(frame.id), timeout)
+    ack = session.frames_for(frame.id)
+    problems = []
+    if not ack or ack[0].frame is None or ack[0].kind != "observations":
+        problems.append(f"the observations frame {frame.id} with two more batches was not acknowledged")
+    elif ack[0].frame.observations.handled != want:
+        problems.append(f"the ack says handled {ack[0].frame.observations.handled}; the frame held {want} "
+                        f"observation(s) ({len(items)} in its batch, {2 * len(items)} in more_observations)")
+    if session.ended:
+        problems.append(f"the stream ended: {session.ended}")
+    if problems:
+        kit.results.failed("4.6", "; ".join(problems))
+    else:
+        kit.results.passed("4.6", f"a frame with its batch and two more of another turn: the ack counted {want}")

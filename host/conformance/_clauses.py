@@ -30,6 +30,7 @@ CLAUSES: tuple[Clause, ...] = (
     Clause("4.3", "Connect: every frame with an id is answered once, with its id and kind; id-0 frames never"),
     Clause("4.4", "Connect: frames handled in order; an ack's handled counts every observation since the last ack"),
     Clause("4.5", "Connect: a prelude is handled before its frame and counted in the next ack"),
+    Clause("4.6", "multi-batch: an observations frame's more_observations are handled and counted in its ack"),
     Clause("5.1", "ExecuteTool: preliminaries, then exactly one output_json or error, then the end"),
     Clause("5.2", "ExecuteTool: an unknown tool is an error event (HookError hook \"tool\"), not a status"),
     Clause("5.3", "connect-tools: execute_tool answered by tool_event frames of its id ending in one final event"),

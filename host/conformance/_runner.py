@@ -18,7 +18,7 @@ from ..extensions._manifest import Manifest, load_manifest
 from ._bridge_session import start_bridge
 from ._checks_auth import check_health, check_tokens, shutdown_denied
 from ._checks_describe import check_describe
-from ._checks_hooks import FrameIds, check_connect, check_prelude, check_unary
+from ._checks_hooks import FrameIds, check_connect, check_multi_batch, check_prelude, check_unary
 from ._checks_start import check_cookie, check_handshake, check_lifeline, check_shutdown, check_stdout
 from ._checks_tools import check_execute_tool, check_stream_tools, tool_inputs
 from ._kit import Kit
@@ -82,7 +82,7 @@ async def run_conformance(
             target = await check_handshake(main, m, results)
             if target is None:
                 for cid in ("1.3", "1.5", "2.1", "2.2", "2.3", "3.1", "3.2", "3.3", "4.1", "4.2", "4.3", "4.4",
-                            "4.5", "5.1", "5.2", "5.3", "5.4", "5.5"):
+                            "4.5", "4.6", "5.1", "5.2", "5.3", "5.4", "5.5"):
                     results.skipped(cid, "no valid handshake (see 1.1)")
             else:
                 report.target = target
@@ -130,7 +130,7 @@ async def _against(m: Manifest, results: Results, target: str, token: str, input
 
 async def _stream_checks(kit: Kit, inputs: dict[str, str]) -> None:
     if "connect" not in kit.features:
-        for cid in ("4.3", "4.4", "4.5", "5.3", "5.4", "5.5"):
+        for cid in ("4.3", "4.4", "4.5", "4.6", "5.3", "5.4", "5.5"):
             kit.results.skipped(cid, "no 'connect' feature: the host uses the unary RPCs")
         return
     session = ConnectSession.open(kit.channel, kit.metadata)
@@ -139,6 +139,7 @@ async def _stream_checks(kit: Kit, inputs: dict[str, str]) -> None:
         await check_connect(kit, session, ids)
         first_tool = next(iter(inputs.items()), None)
         await check_prelude(kit, session, ids, first_tool)
+        await check_multi_batch(kit, session, ids)
         await check_stream_tools(kit, session, ids, inputs)
     finally:
         await session.close()

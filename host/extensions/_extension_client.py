@@ -43,7 +43,7 @@ from extension_sdk.proto import extension_pb2 as pb
 from extension_sdk.proto import host_bridge_pb2 as hb
 
 from .._errors import ExtensionReplyError, ExtensionToolError, ExtensionUnavailableError
-from ._frames import observation_batch, observations_frame, serialize, with_prelude
+from ._frames import more_observations, observation_batch, observations_frame, serialize, with_prelude
 from ._observation_acks import AckAccount
 from ._reply_bounds import ToolReplyBounds
 from ._trace_metadata import with_trace, with_trace_of_record
@@ -278,6 +278,7 @@ class ExtensionConnection:
         self.streaming = "connect" in desc.features
         self.tools_on_stream = USE_CONNECT_TOOLS and self.streaming and "connect-tools" in desc.features
         self.prelude = self.streaming and "prelude" in desc.features
+        self.multi_batch = self.streaming and "multi-batch" in desc.features  # other turns' batches share a frame
         if self.streaming:
             md = self._md + ((BRIDGE_METADATA_KEY, BRIDGE_ON_STREAM),) if self._bridge is not None else self._md
             self._stream = self._connect(metadata=md)
@@ -593,19 +594,25 @@ class ExtensionConnection:
                     outbox_pop()
                     items.append(e[2])
                     covers = e[3]
-                self._obs_count -= len(items)
+                more = self._more_batches(outbox, BATCH_MAX - len(items)) if self.multi_batch else None
+                n_items = len(items) + (sum(len(b[1]) for b in more) if more else 0)
+                self._obs_count -= n_items
                 if self.streaming:
                     self._unacked_frames += 1
-                    self._unacked_items += len(items)
+                    self._unacked_items += n_items
+                    self._note_sent(ctx, covers, len(items))
+                    if more:
+                        for m_ctx, m_items, m_covers in more:
+                            self._note_sent(m_ctx, m_covers, len(m_items))
+                        covers = more[-1][2]
                     if covers > self._sent_seq:
                         self._sent_seq = covers
-                    self._note_sent(ctx, covers, len(items))
-                    if self.prelude and outbox and self._can_carry(outbox[0]):
+                    if not more and self.prelude and outbox and self._can_carry(outbox[0]):
                         await self._write_with_prelude(outbox.popleft()[1], ctx, items, covers)
                         continue
                     ack = (self._unacked_frames >= ACK_FRAMES or self._unacked_items >= ACK_ITEMS
                            or self._flush_seq > self._ack_req_seq and covers >= self._flush_seq)
-                    await self._write_observations(ctx, items, covers, ack)
+                    await self._write_observations(ctx, items, covers, ack, more)
                 else:
                     try:
                         ack = await self._observe_rpc(observation_batch(ctx, items),
@@ -645,10 +652,33 @@ class ExtensionConnection:
         self.acks.wrote(len(items))
         await self._stream.write(with_prelude(frame, observation_batch(ctx, items)))
 
-    async def _write_observations(self, ctx: bytes, items: list[bytes], covers: int, ack: bool) -> None:
-        """One observations frame on the stream; with `ack`, it gets an id and its ack advances the flush mark."""
+    @staticmethod
+    def _more_batches(outbox: deque[Any], room: int) -> list[tuple[bytes, list[bytes], int]] | None:
+        """Feature "multi-batch": the observations queued next (other turns'), popped as (context, items, covers)
+        runs in order, up to `room` items in all; None when the next entry is not an observation."""
+        runs: list[tuple[bytes, list[bytes], int]] = []
+        while outbox and room > 0:
+            e = outbox[0]
+            if e[0] != _OBS:
+                break
+            ctx, items, covers = e[1], [], 0
+            while outbox and room > 0:
+                e = outbox[0]
+                if e[0] != _OBS or e[1] is not ctx:
+                    break
+                outbox.popleft()
+                items.append(e[2])
+                covers = e[3]
+                room -= 1
+            runs.append((ctx, items, covers))
+        return runs or None
+
+    async def _write_observations(self, ctx: bytes, items: list[bytes], covers: int, ack: bool,
+                                  more: list[tuple[bytes, list[bytes], int]] | None = None) -> None:
+        """One observations frame on the stream (with `more`: other turns' batches riding in it, feature
+        "multi-batch"); with `ack`, it gets an id and its ack advances the flush mark."""
         fid = 0
-        self.acks.wrote(len(items))
+        self.acks.wrote(len(items) + (sum(len(b[1]) for b in more) if more else 0))
         if ack:
             self._next_id += 1
             fid = self._next_id
@@ -657,7 +687,10 @@ class ExtensionConnection:
             self._inflight += 1
             self._ack_req_seq = covers
             self._unacked_frames = self._unacked_items = 0
-        await self._stream.write(observations_frame(fid, observation_batch(ctx, items)))
+        frame = observations_frame(fid, observation_batch(ctx, items))
+        if more:
+            frame += more_observations(observation_batch(c, i) for c, i, _ in more)
+        await self._stream.write(frame)
 
     async def _unary_call(self, frame: pb.HostFrame, fut: asyncio.Future[pb.ExtensionFrame], deadline: float) -> None:
         remaining = deadline - asyncio.get_running_loop().time()

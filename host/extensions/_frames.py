@@ -8,6 +8,8 @@ these bytes equals the one protobuf would build from the same messages (tests/ex
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from extension_sdk.proto import extension_pb2 as pb
 
 _FRAME_ID = b"\x08"  # HostFrame.id = 1, varint
@@ -49,6 +51,14 @@ def observations_frame(fid: int, batch: bytes) -> bytes:
     """A serialized `HostFrame` with `id` (0: no answer wanted, left out) and `observations`."""
     head = _FRAME_ID + varint(fid) if fid else b""
     return head + _FRAME_OBSERVATIONS + varint(len(batch)) + batch
+
+
+_FRAME_MORE_OBSERVATIONS = b"\x4a"  # HostFrame.more_observations = 9, length-delimited, repeated
+
+
+def more_observations(batches: Iterable[bytes]) -> bytes:
+    """`HostFrame.more_observations` records (feature "multi-batch"), appended to a serialized observations frame."""
+    return b"".join(_FRAME_MORE_OBSERVATIONS + varint(len(b)) + b for b in batches)
 
 
 def serialize(frame: pb.HostFrame | bytes) -> bytes:

@@ -22,7 +22,7 @@ BROKEN = FIXTURES / "broken.yaml"
 HOOKWIRE = str(Path(sys.executable).parent / "hookwire")
 PYTHON_SAMPLES = ("audit_log", "guard", "router", "token_meter", "tools")
 BROKEN_CLAUSES = ["1.3", "1.4", "1.6", "2.1", "2.2", "3.3", "4.2", "4.4", "5.2", "5.4"]
-BROKEN_MORE_CLAUSES = ["1.5", "2.3", "3.1", "3.2", "4.1", "4.3", "4.5", "5.1", "5.2", "5.3", "5.5"]
+BROKEN_MORE_CLAUSES = ["1.5", "2.3", "3.1", "3.2", "4.1", "4.3", "4.5", "4.6", "5.1", "5.2", "5.3", "5.5"]
 
 
 def _run(manifest: Path, **kwargs: object) -> ConformanceReport:
@@ -76,6 +76,8 @@ def test_second_broken_fixture_fails_exactly_the_clauses_it_breaks() -> None:
     assert "frame 1: not a valid ExtensionFrame" in rows["4.3"].seen  # a malformed frame is reported, with its id
     assert "a frame with id 0 (observations)" in rows["4.3"].seen
     assert rows["4.5"].seen == "the next ack says handled 0; the prelude held 1 observation(s)"
+    assert rows["4.6"].seen == ("the ack says handled 1; the frame held 3 observation(s) (1 in its batch, "
+                                "2 in more_observations)")
     assert rows["5.5"].seen == "a frame with id 0 came back (cancel frames want no answer)"
 
 
@@ -128,7 +130,7 @@ def test_ext_test_command_exits_0_and_prints_a_row_per_clause_for_a_sample() -> 
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "  2.1  PASS  token: a call without x-hookwire-token is UNAUTHENTICATED" in proc.stdout
-    assert proc.stdout.rstrip().endswith("0 failed, 7 skipped")
+    assert proc.stdout.rstrip().endswith("0 failed, 8 skipped")
 
 
 def test_a_line_that_is_not_a_handshake_fails_1_1_and_names_what_was_printed(tmp_path: Path) -> None:

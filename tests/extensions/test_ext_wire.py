@@ -1,6 +1,7 @@
 """The Connect stream's fast paths: tool calls as frames (feature connect-tools), unanswered observation
-frames, contexts compared by value, coalescing of observations into shared frames (observations.maxDelayMs), and
-held observations riding in the next awaited frame (feature prelude)."""
+frames, contexts compared by value, coalescing of observations into shared frames (observations.maxDelayMs),
+held observations riding in the next awaited frame (feature prelude), and the observations of many turns sharing
+one frame (feature multi-batch)."""
 
 from __future__ import annotations
 
@@ -122,6 +123,37 @@ async def test_observations_of_different_turns_keep_their_own_context(manager: E
         manager.on_chunk(ChunkSnapshot(type="text-delta", text=rid), CallContext(session_id="s", request_id=rid))
     await manager.flush()
     assert (await seen(manager))["chunks"] == [["r1", "r1"], ["r2", "r2"], ["r1", "r1"]]
+
+
+def interleave_three_turns(manager: ExtensionManager) -> None:
+    for i in range(12):
+        rid = f"r{i % 3}"
+        manager.on_chunk(ChunkSnapshot(type="text-delta", text=str(i)), CallContext(session_id=f"s{rid}", request_id=rid))
+
+
+async def test_interleaved_turns_share_one_frame_each_batch_under_its_own_context(
+    manager: ExtensionManager, tmp_path: Path
+) -> None:
+    info = await manager.load(wire_manifest(tmp_path))
+    assert "multi-batch" in info.features
+    interleave_three_turns(manager)
+    await manager.flush()
+    state = await seen(manager)
+    assert state["chunks"] == [[f"r{i % 3}", str(i)] for i in range(12)]  # in order, each with its turn's context
+    assert state["more"] == [11]  # one frame: the first turn's batch and 11 more, one per run of one turn
+    assert state["batches"] == [1] * 12
+
+
+async def test_without_multi_batch_each_turns_run_gets_a_frame_of_its_own(
+    manager: ExtensionManager, tmp_path: Path
+) -> None:
+    info = await manager.load(wire_manifest(tmp_path, "--no-multi-batch"))
+    assert "multi-batch" not in info.features
+    interleave_three_turns(manager)
+    await manager.flush()
+    state = await seen(manager)
+    assert state["chunks"] == [[f"r{i % 3}", str(i)] for i in range(12)]
+    assert state["more"] == [0] * 12
 
 
 async def test_chunks_trickling_in_share_frames(manager: ExtensionManager, tmp_path: Path) -> None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 from extension_sdk.proto import extension_pb2 as pb
 
-from host.extensions._frames import context_field, observation_batch, observation_item, observations_frame, serialize, varint
+from host.extensions._frames import (
+    context_field,
+    more_observations,
+    observation_batch,
+    observation_item,
+    observations_frame,
+    serialize,
+    varint,
+)
 
 
 def _items() -> list[pb.Observation]:
@@ -45,3 +53,14 @@ def test_serialize_passes_bytes_through_and_serializes_messages() -> None:
     frame = pb.HostFrame(id=3, cancel=pb.CancelCall(id=2))
     assert serialize(frame) == frame.SerializeToString()
     assert serialize(b"\x08\x03") == b"\x08\x03"
+
+
+def test_other_turns_batches_ride_in_more_observations_in_order() -> None:
+    a, b, c = (pb.CallContext(session_id=f"s-{i}", request_id=f"req-{i}") for i in "abc")
+    items = _items()
+    data = observations_frame(5, observation_batch(context_field(a), [observation_item(items[0])]))
+    data += more_observations([observation_batch(context_field(b), [observation_item(o) for o in items[1:]]),
+                               observation_batch(context_field(c), [observation_item(items[0])])])
+    expected = pb.HostFrame(id=5, observations=pb.ObservationBatch(context=a, items=items[:1]), more_observations=[
+        pb.ObservationBatch(context=b, items=items[1:]), pb.ObservationBatch(context=c, items=items[:1])])
+    assert pb.HostFrame.FromString(data) == expected

@@ -29,7 +29,7 @@ def test_describe_lists_hooks_tools_features_and_protocol(greeter: Running) -> N
     desc = greeter.stub.Describe(pb.DescribeRequest(protocol_version="1"), metadata=greeter.md, timeout=10)
     assert (desc.name, desc.version, desc.protocol_version) == ("greeter", "1.0.0", PROTOCOL_VERSION)
     assert list(desc.hooks) == ["beforeTurn"]
-    assert list(desc.features) == ["connect", "connect-tools", "prelude"]
+    assert list(desc.features) == ["connect", "connect-tools", "prelude", "multi-batch"]
     assert desc.sdk.startswith("extension_sdk/")
     [tool] = desc.tools
     assert (tool.name, tool.description, tool.streaming) == ("greet", "Greets someone", False)

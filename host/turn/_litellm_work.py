@@ -32,6 +32,8 @@ ENV = "HOOKWIRE_LITELLM_BOOKKEEPING"
 
 #: True in the tasks that run a model call litellm need not do its bookkeeping for.
 _quiet: contextvars.ContextVar[bool] = contextvars.ContextVar("hookwire_litellm_quiet", default=False)
+#: The same flag, for the turn loop: it sets it around each chunk litellm produces (host/turn/_loop.py `_chunks`).
+quiet_flag = _quiet
 
 #: litellm's module-level callback lists: anything in one of them means the host app wants litellm's logging.
 _CALLBACK_LISTS = (

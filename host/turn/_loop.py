@@ -25,7 +25,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from .. import _telemetry as telemetry  # noqa: E402
 from .._errors import ChatStreamStallError  # noqa: E402
 from ._chat_errors import TurnAborted  # noqa: E402
-from ._litellm_work import quiet_context  # noqa: E402
+from ._litellm_work import quiet_context, quiet_flag  # noqa: E402
 from ._session import maybe_await  # noqa: E402
 from ._tools import Tool, ToolInputError  # noqa: E402
 from ._types import (  # noqa: E402
@@ -164,14 +164,49 @@ class TurnLoop:
         )
 
     async def _chunks(self, stream: Any, context: contextvars.Context | None = None) -> AsyncIterator[Any]:
+        """The stream's chunks, each awaited in this task (no task per chunk, unlike `_race`): an `asyncio.timeout`
+        per chunk is the stall watchdog, and the turn's abort ends the wait at once by rescheduling it. With a quiet
+        `context` (litellm's bookkeeping off), its flag is set only while litellm produces the chunk, never while
+        the caller handles it."""
         it = stream.__aiter__()
-        while True:
-            try:
-                chunk = await self._race(it.__anext__(), self.plan.stall_timeout_s, "waiting for the next chunk",
-                                         context)
-            except StopAsyncIteration:
-                return
-            yield chunk
+        timeout = self.plan.stall_timeout_s
+        loop = asyncio.get_running_loop()
+        quiet = context is not None and context.get(quiet_flag, False)
+        waiting: list[asyncio.Timeout] = []  # the chunk wait in progress, for the abort to end
+
+        def on_abort(_: Any) -> None:
+            if waiting:
+                waiting[0].reschedule(loop.time())
+
+        assert self._abort_task is not None
+        self._abort_task.add_done_callback(on_abort)
+        try:
+            while True:
+                if self.abort.is_set():
+                    raise TurnAborted()
+                token = quiet_flag.set(True) if quiet else None
+                try:
+                    async with asyncio.timeout(timeout) as cm:
+                        waiting.append(cm)
+                        try:
+                            chunk = await it.__anext__()
+                        finally:
+                            waiting.clear()
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    if self.abort.is_set():
+                        raise TurnAborted() from None
+                    raise ChatStreamStallError(
+                        f"model stream stalled: no chunk for {int((timeout or 0) * 1000)} ms (waiting for the next "
+                        "chunk); raise chat_stream_stall_timeout_ms or set it to 0 to disable the watchdog"
+                    ) from None
+                finally:
+                    if token is not None:
+                        quiet_flag.reset(token)
+                yield chunk
+        finally:
+            self._abort_task.remove_done_callback(on_abort)
 
     async def _emit(self, chunk: Chunk) -> Chunk | None:
         for transform in self.plan.transforms:

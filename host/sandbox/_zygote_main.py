@@ -366,6 +366,7 @@ def _reap(ctrl: socket.socket, children: set[int], statuses: dict[int, int], spa
         if pid in spares:  # a spare that died idle: no extension, nothing to report
             spares.lost(pid)
             continue
+        spares.exited(pid)
         children.discard(pid)
         code = os.waitstatus_to_exitcode(status)
         status_r = statuses.pop(pid, None)

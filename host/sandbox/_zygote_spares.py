@@ -69,6 +69,7 @@ class SparePool:
         self._target: dict[Key, int] = {}
         self._burst: dict[Key, tuple[int, float]] = {}  # key -> (requests in the current burst, last request)
         self._failed: set[Key] = set()
+        self._taken: dict[int, list[str]] = {}  # pid of a spare a request took -> its spare cgroups
 
     def __contains__(self, pid: int) -> bool:
         return pid in self._by_pid
@@ -91,7 +92,14 @@ class SparePool:
             return None
         spare = spares.pop(0)
         del self._by_pid[spare.pid]
+        self._taken[spare.pid] = spare.groups
         return spare
+
+    def exited(self, pid: int) -> None:
+        """A taken spare exited: remove its spare cgroups if it died before renaming them (else: nothing there)."""
+        groups = self._taken.pop(pid, None)
+        if groups:
+            _remove_groups(groups)
 
     def wanted(self) -> Key | None:
         """A key whose pool is below its target (refill it when idle), or None."""
@@ -101,6 +109,7 @@ class SparePool:
         return None
 
     def add(self, spare: Spare) -> None:
+        self._taken.pop(spare.pid, None)
         spare.groups = spare_groups(spare.key[1], spare.pid)
         self._spares.setdefault(spare.key, []).append(spare)
         self._by_pid[spare.pid] = spare

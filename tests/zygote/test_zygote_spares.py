@@ -143,3 +143,20 @@ async def test_no_spares_with_hookwire_zygote_spares_0(
     await _run_one(zygote, dirs)
     await asyncio.sleep(0.3)  # well past the zygote's idle moment before a refill
     assert _spares(zygote, bases) == set()
+
+
+CAPS = "print(*(l.split()[1] for l in open('/proc/self/status') if l[:6] in ('CapBnd', 'CapPrm', 'CapEff', 'CapAmb')))\n"
+
+
+async def test_an_extension_has_no_capability_left_whether_its_init_was_a_spare_or_not(
+        zygote: Zygote, dirs: Dirs) -> None:
+    bases = _bases()
+    script = _script(dirs, "caps.py", CAPS)
+    first = await spawn(zygote, dirs, [sys.executable, script], limits=LIMITS)  # a new zygote has no spare yet
+    code, out, err = await collect(first)
+    assert (code, out.split()) == (0, ["0000000000000000"] * 4), err
+    spare = await _a_spare(zygote, bases)
+    second = await spawn(zygote, dirs, [sys.executable, script], limits=LIMITS)
+    code, out, err = await collect(second)
+    assert second.pid == spare
+    assert (code, out.split()) == (0, ["0000000000000000"] * 4), err

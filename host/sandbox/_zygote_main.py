@@ -12,7 +12,9 @@ exists (so it has no threads), reports `{"op": "ready"}`, then serves spawn requ
 Protocol (one JSON object per datagram):
   host -> zygote  {"op": "spawn", "id": N, "clone": FLAGS} with 4 fds (SCM_RIGHTS): child stdin, stdout, stderr,
                   config socket; FLAGS (the launcher's `clone_flags` of the spec, 0: fork) are the namespaces the
-                  child is cloned straight into: it is then pid 1 of its pid namespace, the extension's init
+                  child is cloned straight into: it is then pid 1 of its pid namespace, the extension's init;
+                  optional "cgroups" (the cgroup bases the child joins) and "spares" (how many spares it may keep):
+                  a request may take a spare, cloned and prepared ahead of it (host/sandbox/_zygote_spares.py)
   zygote -> host  {"op": "ready", "pid", "threads", "imported"}   once, after the pre-imports
                   {"op": "spawned", "id", "pid"} | {"op": "failed", "id", "error"}
                   {"op": "exit", "pid", "code"}   code as asyncio reports it (negative: killed by that signal)

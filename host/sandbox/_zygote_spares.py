@@ -14,7 +14,8 @@ the extension's fork): no limit is missing before the extension's code runs, and
 
 Sizing: per (flags, bases), as many spares as the largest burst of requests seen (requests less than BURST_S
 apart), at most the host's `spares` limit (HOOKWIRE_ZYGOTE_SPARES, default 8; 0: none). Spares are refilled
-only once the zygote has been idle for REFILL_IDLE_S, so refilling does not compete with a start. A spare that
+only once the zygote has had no request for REFILL_IDLE_S, so a burst of requests is served first (the refills'
+CPU still competes with the starts in progress on the same cores). A spare that
 dies is dropped and its cgroups removed; when the zygote stops it kills its spares and removes theirs.
 """
 

@@ -4,6 +4,7 @@
     _launcher.py       the launcher script (run by path, stdlib only): contain() -> init -> the extension; for the
                        zygote, clone_into_namespaces() + contain_cloned() (its child is init: no waiter)
     _zygote.py         a pre-imported Python that forks extensions fast; _zygote_main.py is its script
+    _zygote_spares.py  the zygote's spares: children cloned into a sandbox's namespaces and cgroups ahead of requests
     _fs.py             the read-only root and private paths; _etc.py the shared /etc view; _fs_cleanup.py removes
                        trees safely
     _cgroups.py        the pids and memory cgroups of each extension process, removed when it exits

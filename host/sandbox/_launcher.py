@@ -527,11 +527,29 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
-def drop_capabilities() -> None:
-    """No capability left in the user namespace: no mount/umount, no raw sockets, no DAC override."""
+def drop_bounding_set() -> None:
+    """Empty the capability bounding set (what an execve could ever gain). The effective capabilities stay: init
+    still builds the root after this. ~40 credential copies (~1 ms): a spare does it before any request."""
     for cap in range(64):
         if _prctl(PR_CAPBSET_DROP, cap) != 0 and ctypes.get_errno() == errno.EINVAL:
             break
+
+
+def _bounding_set_empty() -> bool:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("CapBnd:"):
+                    return int(line.split()[1], 16) == 0
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def drop_capabilities() -> None:
+    """No capability left in the user namespace: no mount/umount, no raw sockets, no DAC override."""
+    if not _bounding_set_empty():  # a zygote child's init emptied it already (inherited through the fork)
+        drop_bounding_set()
     _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     header = _CapHeader(0x20080522, 0)
     data = (_CapData * 2)()
@@ -771,12 +789,8 @@ def after_fork_child() -> None:
     ctypes.pythonapi.PyOS_AfterFork_Child()
 
 
-def contain_cloned(spec: dict[str, Any], outer_pid: int, status_w: int, life_r: int) -> None:
-    """In the child the zygote cloned with `clone_flags(spec)`: become init and fork the extension.
-
-    `outer_pid`: this process's pid as the host sees it (its cgroups are named after it, as the host expects);
-    `status_w`: where the extension's wait status goes; `life_r`: the zygote's lifeline. Returns in the extension
-    process only."""
+def _write_id_maps() -> None:
+    """Map this process's host uid/gid onto themselves in the fresh user namespace it was cloned into."""
     uid, gid = HOST_IDS
     try:
         _write_file("/proc/self/setgroups", "deny")
@@ -784,22 +798,88 @@ def contain_cloned(spec: dict[str, Any], outer_pid: int, status_w: int, life_r: 
         _write_file("/proc/self/gid_map", f"{gid} {gid} 1\n")
     except OSError as exc:
         raise SandboxError("user_namespace", f"writing uid/gid map: {exc}") from None
-    proc = spec.get("process_limit")
-    if proc and proc["mechanism"] == "pids_cgroup":
+
+
+#: A spare's cgroups are `<base>/hookwire/spare-<pid>` until a request renames them after its extension.
+SPARE_NAME = "spare"
+
+
+def prepare_spare(bases: list[str], outer_pid: int) -> dict[str, str]:
+    """In a spare child of the zygote (host/sandbox/_zygote_spares.py), before any request: the uid/gid maps, and
+    membership of a fresh `spare-<outer_pid>` cgroup under each base. Moving a task into a cgroup waits for an
+    RCU grace period (5-20 ms here); a spare pays it while idle, so a start that takes the spare does not. It
+    also empties its bounding set (the extension it forks inherits it). No limit is set yet (the spare runs only
+    this code). Returns {base: group}; raises SandboxError."""
+    _write_id_maps()
+    drop_bounding_set()
+    joined: dict[str, str] = {}
+    for base in bases:
         try:
-            group = _cgroup_dir(proc["base"], spec["extension_id"], outer_pid)
-            _write_file(os.path.join(group, "pids.max"), str(int(proc["max"])))
-            _write_file(os.path.join(group, "cgroup.procs"), "0")  # "0": the writer, whatever its pid namespace
-        except OSError as exc:
-            raise SandboxError("process_limit", f"pids cgroup under {proc['base']}: {exc}") from None
-    memory = spec.get("memory_cgroup")
-    if memory:
-        try:
-            group = _cgroup_dir(memory["base"], spec["extension_id"], outer_pid)
-            _set_memory_limit(group, int(memory["bytes"]))
+            group = _cgroup_dir(base, SPARE_NAME, outer_pid)
             _write_file(os.path.join(group, "cgroup.procs"), "0")
         except OSError as exc:
+            raise SandboxError("process_limit", f"spare cgroup under {base}: {exc}") from None
+        joined[base] = group
+    return joined
+
+
+def _own_cgroup(base: str, name: str, pid: int, joined: dict[str, str]) -> tuple[str, bool]:
+    """This process's cgroup `<base>/hookwire/<name>-<pid>`, and whether it is a member already: a spare's group
+    under `base` is renamed to it (cgroup v1 renames within a parent; else it is joined the usual way)."""
+    spare = joined.pop(base, None)
+    target = os.path.join(base, "hookwire", f"{name}-{pid}")
+    if spare is not None:
+        try:
+            if spare != target:
+                os.rename(spare, target)
+            return target, True
+        except OSError:
+            pass  # v2 (no rename) or a stale group of that name: join it below, then drop the spare's
+    group = _cgroup_dir(base, name, pid)
+    if spare is not None:
+        joined[base] = spare  # left once this process has joined `group` (removed then, by contain_cloned)
+    return group, False
+
+
+def contain_cloned(spec: dict[str, Any], outer_pid: int, status_w: int, life_r: int,
+                   joined: dict[str, str] | None = None) -> None:
+    """In the child the zygote cloned with `clone_flags(spec)`: become init and fork the extension.
+
+    `outer_pid`: this process's pid as the host sees it (its cgroups are named after it, as the host expects);
+    `status_w`: where the extension's wait status goes; `life_r`: the zygote's lifeline; `joined`: set for a
+    spare (`prepare_spare` ran: maps written, {base: group} joined), whose groups are renamed and limited here.
+    Returns in the extension process only."""
+    spare = joined is not None
+    joined = dict(joined or {})
+    if not spare:
+        _write_id_maps()
+        drop_bounding_set()  # the extension forked from init inherits it empty
+    proc = spec.get("process_limit")
+    pids_base = proc["base"] if proc and proc["mechanism"] == "pids_cgroup" else None
+    memory = spec.get("memory_cgroup")
+    if spare and set(joined) != {b for b in (pids_base, memory["base"] if memory else None) if b}:
+        raise SandboxError("process_limit", f"a spare in cgroups {sorted(joined)} taken for another cgroup set")
+    if pids_base:
+        try:
+            group, member = _own_cgroup(pids_base, spec["extension_id"], outer_pid, joined)
+            _write_file(os.path.join(group, "pids.max"), str(int(proc["max"])))
+            if not member:
+                _write_file(os.path.join(group, "cgroup.procs"), "0")  # "0": the writer, whatever its pid namespace
+        except OSError as exc:
+            raise SandboxError("process_limit", f"pids cgroup under {pids_base}: {exc}") from None
+    if memory:
+        try:
+            group, member = _own_cgroup(memory["base"], spec["extension_id"], outer_pid, joined)
+            _set_memory_limit(group, int(memory["bytes"]))
+            if not member:
+                _write_file(os.path.join(group, "cgroup.procs"), "0")
+        except OSError as exc:
             raise SandboxError("memory_cgroup", f"memory cgroup under {memory['base']}: {exc}") from None
+    for left in joined.values():  # a spare's group this process has moved out of
+        try:
+            os.rmdir(left)
+        except OSError:
+            pass  # the host's reaper removes it once its pid is gone
     if spec.get("no_new_privs"):
         set_no_new_privs()  # init too: nothing in the tree may gain privileges
     _init_and_fork(spec, status_w, life_r, load_relay() if spec.get("egress") else None)
@@ -921,7 +1001,7 @@ def probe() -> dict[str, Any]:
 
 
 def apply_spec(spec: dict[str, Any], parent_pid: int | None = None,
-               cloned: tuple[int, int, int] | None = None) -> None:
+               cloned: tuple[Any, ...] | None = None) -> None:
     """Apply every layer the spec names to the calling process, in order; raises SandboxError.
 
     Also used by the zygote's forked child (host/sandbox/_zygote_main.py loads this file by path): the calling
@@ -929,7 +1009,8 @@ def apply_spec(spec: dict[str, Any], parent_pid: int | None = None,
     `egress`) the caller FORKS twice (see host/_contain... `contain`): this function then returns only in
     the process that becomes the extension; the others never return. `parent_pid` is the caller's parent
     (the host or the zygote), whose death must take the sandbox down. `cloned` = (outer pid, status fd, lifeline
-    fd): the caller is a zygote child already cloned into `clone_flags(spec)` (see `contain_cloned`).
+    fd[, a spare's joined cgroups]): the caller is a zygote child already cloned into `clone_flags(spec)` (see
+    `contain_cloned`).
     """
     proc = spec.get("process_limit")
     memory = spec.get("memory_cgroup")

@@ -44,6 +44,9 @@ _LOCALE_ENV = ("LANG", "LC_ALL", "LC_CTYPE")  # decide the interpreter's encodin
 _TITLE_ROOM = 2048  # bytes of argv the forked children can overwrite to show their own command line
 START_TIMEOUT_S = 20.0
 SPAWN_TIMEOUT_S = 10.0
+CLOSE_GRACE_S = 1.0  # for the zygote to remove its spares and exit before it is killed
+DEFAULT_SPARES = 8  # per kind of start (clone flags and cgroup bases): as many as the largest burst of starts
+MAX_SPARES = 32
 UNKNOWN_EXIT = 255  # exit status reported for a child whose zygote died before it (nobody can know it)
 
 
@@ -103,6 +106,29 @@ def _clone_flags(spec: dict[str, Any] | None) -> int:
     from ._launcher import clone_flags
 
     return clone_flags(spec)
+
+
+def zygote_spares() -> int:
+    """How many spares the zygote may keep per kind of sandboxed start (HOOKWIRE_ZYGOTE_SPARES, default
+    DEFAULT_SPARES; 0: none). See host/sandbox/_zygote_spares.py."""
+    text = os.environ.get("HOOKWIRE_ZYGOTE_SPARES", "").strip()
+    try:
+        return max(0, min(MAX_SPARES, int(text))) if text else DEFAULT_SPARES
+    except ValueError:
+        log.warning("HOOKWIRE_ZYGOTE_SPARES=%r is not a number; using %d", text, DEFAULT_SPARES)
+        return DEFAULT_SPARES
+
+
+def _spare_fields(spec: dict[str, Any] | None) -> dict[str, Any]:
+    """What a spawn request tells the zygote so it can hand it a spare: the cgroup bases the child joins (pids,
+    then memory; nothing secret) and how many spares it may keep."""
+    if not spec:
+        return {}
+    proc = spec.get("process_limit") or {}
+    bases = [proc["base"]] if proc.get("mechanism") == "pids_cgroup" and proc.get("base") else []
+    if spec.get("memory_cgroup"):
+        bases.append(spec["memory_cgroup"]["base"])
+    return {"cgroups": bases, "spares": zygote_spares()}
 
 
 def _zygote_env() -> dict[str, str]:
@@ -341,7 +367,7 @@ class Zygote:
             if ctrl is None:
                 raise ZygoteUnavailable(self.broken or "the zygote is not running")
             try:
-                request = {"op": "spawn", "id": rid, "clone": _clone_flags(launch.spec)}
+                request = {"op": "spawn", "id": rid, "clone": _clone_flags(launch.spec), **_spare_fields(launch.spec)}
                 socket.send_fds(ctrl, [json.dumps(request).encode()],
                                 [stdin_r, stdout_w, stderr_w, cfg_theirs.fileno()])
             except OSError as exc:
@@ -387,8 +413,17 @@ class Zygote:
     async def close(self) -> None:
         """Stop the zygote (its children are not touched: their owners stop them through their lifelines)."""
         self._closing = True
-        self._lost("the zygote was closed")
         proc = self._proc
+        if self._ctrl is not None and proc is not None and proc.returncode is None:
+            # EOF on its control socket: the zygote removes its spares (and their cgroups) and exits by itself
+            if self._loop is not None:
+                with contextlib.suppress(Exception):
+                    self._loop.remove_reader(self._ctrl.fileno())
+            self._ctrl.close()
+            self._ctrl = None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), CLOSE_GRACE_S)
+        self._lost("the zygote was closed")
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), 5.0)

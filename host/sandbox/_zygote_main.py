@@ -12,7 +12,9 @@ exists (so it has no threads), reports `{"op": "ready"}`, then serves spawn requ
 Protocol (one JSON object per datagram):
   host -> zygote  {"op": "spawn", "id": N, "clone": FLAGS} with 4 fds (SCM_RIGHTS): child stdin, stdout, stderr,
                   config socket; FLAGS (the launcher's `clone_flags` of the spec, 0: fork) are the namespaces the
-                  child is cloned straight into: it is then pid 1 of its pid namespace, the extension's init
+                  child is cloned straight into: it is then pid 1 of its pid namespace, the extension's init;
+                  optional "cgroups" (the cgroup bases the child joins) and "spares" (how many spares it may keep):
+                  a request may take a spare, cloned and prepared ahead of it (host/sandbox/_zygote_spares.py)
   zygote -> host  {"op": "ready", "pid", "threads", "imported"}   once, after the pre-imports
                   {"op": "spawned", "id", "pid"} | {"op": "failed", "id", "error"}
                   {"op": "exit", "pid", "code"}   code as asyncio reports it (negative: killed by that signal)
@@ -58,13 +60,19 @@ PRELOAD = (
 EXIT_SANDBOX_FAILED = 125
 EXIT_SETUP_FAILED = 127
 M_ARENA_MAX = -8
+_SPARES: Any = None  # host/sandbox/_zygote_spares.py, loaded by path in main()
 _MAX_CONFIG = 16 * 1024 * 1024
 
 
 def _load_launcher() -> ModuleType:
     """host/sandbox/_launcher.py, loaded by path (the `host` package must not be imported here)."""
-    path = Path(__file__).resolve().with_name("_launcher.py")
-    spec = importlib.util.spec_from_file_location("_hookwire_launcher", path)
+    return _load("_launcher.py", "_hookwire_launcher")
+
+
+def _load(filename: str, name: str) -> ModuleType:
+    """A standalone module of host/sandbox, loaded by path."""
+    path = Path(__file__).resolve().with_name(filename)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -177,21 +185,24 @@ def _read_config(fd: int) -> dict[str, Any]:
     return json.loads(b"".join(chunks))
 
 
-def _child(ctrl: socket.socket, fds: list[int], wake: tuple[int, int], launcher: ModuleType, parent: int,
-           inherited: list[int], cloned: tuple[int, int, int, int] | None) -> None:
+def _child(ctrl: socket.socket | None, fds: list[int], wake: tuple[int, ...], launcher: ModuleType, parent: int,
+           inherited: list[int], cloned: tuple[int, int, int, int] | None,
+           spare: tuple[int, dict[str, str]] | None = None) -> None:
     """In the forked (or cloned) child: become the extension. Never returns.
 
     `inherited`: the zygote's own fds to close (its lifeline's write end, other children's status pipes).
     `cloned` = (clone flags, go fd, status fd, lifeline fd) when the zygote cloned this child straight into the
-    sandbox's namespaces: it is pid 1 of its pid namespace, the extension's init (`launcher.contain_cloned`)."""
+    sandbox's namespaces: it is pid 1 of its pid namespace, the extension's init (`launcher.contain_cloned`).
+    `spare` = (outer pid, joined cgroups) for a spare taken by a request: `_spare_child` did the cloned
+    child's first steps (and the launcher's `prepare_spare`) already; `ctrl` is then None."""
     name = "?"
-    outer_pid = 0
+    outer_pid = spare[0] if spare is not None else 0
     try:
-        if cloned is not None:
+        if cloned is not None and spare is None:
             launcher._die_with_parent(None)  # first: SIGKILL when the zygote dies
         for fd in inherited:
             os.close(fd)
-        if cloned is not None:
+        if cloned is not None and spare is None:
             _flags, go_r, _status_w, life_r = cloned
             if select.select([life_r], [], [], 0)[0]:  # the zygote died before our prctl
                 os._exit(EXIT_SANDBOX_FAILED)
@@ -204,7 +215,8 @@ def _child(ctrl: socket.socket, fds: list[int], wake: tuple[int, int], launcher:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in wake:
             os.close(fd)
-        ctrl.detach()  # fd 0: replaced by the child's stdin just below
+        if ctrl is not None:
+            ctrl.detach()  # fd 0: replaced by the child's stdin just below
         stdin_fd, stdout_fd, stderr_fd, config_fd = fds
         os.dup2(stdin_fd, 0)
         os.dup2(stdout_fd, 1)
@@ -232,7 +244,8 @@ def _child(ctrl: socket.socket, fds: list[int], wake: tuple[int, int], launcher:
         os._exit(EXIT_SANDBOX_FAILED)
     if spec:
         try:
-            launcher.apply_spec(spec, parent, (outer_pid, cloned[2], cloned[3]) if cloned is not None else None)
+            launcher.apply_spec(spec, parent, None if cloned is None else (outer_pid, cloned[2], cloned[3])
+                                if spare is None else (outer_pid, cloned[2], cloned[3], spare[1]))
         except launcher.SandboxError as exc:
             os.write(2, f"hookwire-sandbox: extension {spec.get('extension')!r}: {exc}\n".encode())
             os._exit(EXIT_SANDBOX_FAILED)
@@ -263,6 +276,73 @@ def _child(ctrl: socket.socket, fds: list[int], wake: tuple[int, int], launcher:
     _finish(code)
 
 
+def _spare_child(ctrl: socket.socket, sock: int, launcher: ModuleType, parent: int, inherited: list[int],
+                 cloned: tuple[int, int, int, int], bases: tuple[str, ...]) -> None:
+    """In a spare (host/sandbox/_zygote_spares.py): the cloned child's first steps and the launcher's
+    `prepare_spare` (uid/gid maps, spare cgroups joined), then wait on `sock` for a request's four fds and go on
+    as `_child`. Never returns; exits 0 when the zygote closes `sock` (or dies: PDEATHSIG)."""
+    flags, go_r, status_w, life_r = cloned
+    try:
+        launcher._die_with_parent(None)  # first: SIGKILL when the zygote dies
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in inherited:
+            os.close(fd)
+        if select.select([life_r], [], [], 0)[0]:  # the zygote died before our prctl
+            os._exit(EXIT_SANDBOX_FAILED)
+        outer_pid = int(os.read(go_r, 32) or b"0")
+        os.close(go_r)
+        if outer_pid <= 0:
+            os._exit(EXIT_SANDBOX_FAILED)
+        ctrl.detach()
+        null = os.open(os.devnull, os.O_RDWR)  # fd 0 was the zygote's control socket: never keep it
+        os.dup2(null, 0)
+        os.close(null)
+        joined = launcher.prepare_spare(list(bases), outer_pid)
+    except BaseException:
+        os._exit(EXIT_SANDBOX_FAILED)
+    try:
+        with socket.socket(fileno=sock) as channel:
+            _data, fds, _flags, _addr = socket.recv_fds(channel, 16, 8)
+    except BaseException:
+        os._exit(0)
+    if len(fds) != 4:
+        os._exit(0)  # the zygote let this spare go
+    _child(None, fds, (), launcher, parent, [], cloned, (outer_pid, joined))
+
+
+def _make_spare(key: Any, ctrl: socket.socket, launcher: ModuleType, spares: Any, parent: int,
+                inherited: list[int], life_r: int) -> None:
+    """Clone one spare for `key` (its flags and cgroup bases) and add it to `spares` (a SparePool)."""
+    flags, bases = key
+    go_r, go_w = os.pipe()
+    status_r, status_w = os.pipe()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    mine = ours.detach()
+    try:
+        pid = launcher.clone_into_namespaces(flags)
+    except OSError as exc:
+        for fd in (go_r, go_w, status_r, status_w, mine):
+            os.close(fd)
+        theirs.close()
+        spares.failed(key)
+        print(f"hookwire-zygote: cannot clone a spare: {exc}", file=sys.stderr, flush=True)
+        return
+    if pid == 0:
+        _spare_child(ctrl, theirs.detach(), launcher, parent, [*inherited, mine, go_w, status_r],
+                     (flags, go_r, status_w, life_r), bases)
+    theirs.close()
+    os.close(go_r)
+    os.close(status_w)
+    try:
+        os.write(go_w, str(pid).encode())
+    except OSError:
+        pass  # it died already: reaped and dropped like any lost spare
+    finally:
+        os.close(go_w)
+    spares.add(_SPARES.Spare(pid, mine, status_r, key))
+
+
 def _finish_signal(sig: int) -> None:
     """Die by `sig`, like an interpreter whose KeyboardInterrupt went unhandled."""
     try:
@@ -276,8 +356,8 @@ def _finish_signal(sig: int) -> None:
 # ---------------------------------------------------------------- the zygote
 
 
-def _reap(ctrl: socket.socket, children: set[int], statuses: dict[int, int]) -> None:
-    while children:
+def _reap(ctrl: socket.socket, children: set[int], statuses: dict[int, int], spares: Any) -> None:
+    while children or len(spares):
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
@@ -285,6 +365,10 @@ def _reap(ctrl: socket.socket, children: set[int], statuses: dict[int, int]) -> 
             return
         if pid == 0:
             return
+        if pid in spares:  # a spare that died idle: no extension, nothing to report
+            spares.lost(pid)
+            continue
+        spares.exited(pid)
         children.discard(pid)
         code = os.waitstatus_to_exitcode(status)
         status_r = statuses.pop(pid, None)
@@ -315,6 +399,8 @@ def main() -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     launcher = _load_launcher()
+    global _SPARES
+    _SPARES = _load("_zygote_spares.py", "_hookwire_zygote_spares")
     launcher.load_relay()  # forked children use it without loading it again
     zygote_pid = os.getpid()
     gc.disable()  # no collection while importing: fewer freed holes in the pages the children share
@@ -332,18 +418,36 @@ def main() -> None:
     children: set[int] = set()
     statuses: dict[int, int] = {}  # cloned child (init) -> read end of the pipe its extension's status comes on
     life_r, life_w = os.pipe()  # cloned children's lifeline: EOF once the zygote is gone (only it keeps life_w)
+    spares = _SPARES.SparePool()
     poller = select.poll()
     poller.register(0, select.POLLIN)
     poller.register(wake_r, select.POLLIN)
+    try:
+        _serve(ctrl, launcher, zygote_pid, poller, (wake_r, wake_w), (life_r, life_w), children, statuses, spares)
+    finally:
+        spares.close()
+
+
+def _serve(ctrl: socket.socket, launcher: ModuleType, zygote_pid: int, poller: Any, wake: tuple[int, int],
+           life: tuple[int, int], children: set[int], statuses: dict[int, int], spares: Any) -> None:
+    """Serve spawn requests until the host closes the control socket; refill spares while idle."""
+    wake_r, wake_w = wake
+    life_r, life_w = life
     while True:
-        events = dict(poller.poll())
+        refill = spares.wanted()
+        events = dict(poller.poll(None if refill is None else int(_SPARES.REFILL_IDLE_S * 1000)))
+        if not events:
+            if refill is not None:  # idle: clone a spare (the child never returns from here)
+                _make_spare(refill, ctrl, launcher, spares, zygote_pid,
+                            [life_w, *statuses.values(), *spares.fds(), wake_r, wake_w], life_r)
+            continue
         if wake_r in events:
             try:
                 while os.read(wake_r, 4096):
                     pass
             except BlockingIOError:
                 pass
-        _reap(ctrl, children, statuses)
+        _reap(ctrl, children, statuses, spares)
         if 0 not in events:
             continue
         try:
@@ -361,6 +465,21 @@ def main() -> None:
             if request.get("op") != "spawn" or len(fds) != 4:
                 raise ValueError(f"bad request {data[:100]!r} with {len(fds)} fds")
             flags = int(request.get("clone") or 0)
+            key = _SPARES.request_key(flags, request.get("cgroups"))
+            if key is not None:
+                spares.note_request(key, int(request.get("spares") or 0))
+                spare = spares.take(key)
+                if spare is not None and _SPARES.hand_over(spare, fds):
+                    for fd in fds:
+                        os.close(fd)
+                    os.close(spare.sock)
+                    os.set_blocking(spare.status_r, False)
+                    statuses[spare.pid] = spare.status_r
+                    children.add(spare.pid)
+                    _send(ctrl, {"op": "spawned", "id": request["id"], "pid": spare.pid})
+                    continue
+                if spare is not None:  # it died meanwhile: back in the pool until reaped (`lost`); clone as usual
+                    spares.add(spare)
             if flags:  # straight into the sandbox's namespaces: the child is its init (no waiter, no unshare)
                 go_r, go_w = os.pipe()
                 status_r, status_w = os.pipe()
@@ -375,7 +494,7 @@ def main() -> None:
                          "error": str(exc)})
             continue
         if pid == 0:
-            inherited = [life_w, *statuses.values()]
+            inherited = [life_w, *statuses.values(), *spares.fds()]
             if flags:
                 _child(ctrl, fds, (wake_r, wake_w), launcher, zygote_pid, [*inherited, go_w, status_r],
                        (flags, go_r, status_w, life_r))

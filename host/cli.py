@@ -200,8 +200,12 @@ async def _cmd_list(manifests: Sequence[str], sandbox: str, as_json: bool) -> in
         for info in infos:
             data = info.model_dump(mode="json", by_alias=True)
             _say(f"{data.get('name')} {data.get('version', '')}  [{data.get('state', '?')}]  pid {data.get('pid')}")
-            for key in ("description", "hooks", "tools", "features", "permissions", "sandbox", "sandbox_missing"):
-                if key in data and data[key] not in (None, [], {}):
+            from ._cli_modes import mode_text, phase_text
+
+            data["mode"], data["phase"] = mode_text(data), phase_text(data)  # host/_cli_modes.py
+            for key in ("description", "hooks", "mode", "phase", "tools", "features", "permissions", "sandbox",
+                        "sandbox_missing"):
+                if key in data and data[key] not in (None, [], {}, ""):
                     value = data[key]
                     if key == "tools":
                         value = [t["name"] if isinstance(t, dict) else t for t in value]

@@ -212,7 +212,10 @@ class Agent:
         return paths
 
     async def _start(self) -> None:
+        from .._logging import apply_env_format
         from ._scripted_model import register_scripted_model
+
+        apply_env_format()  # HOOKWIRE_LOG_FORMAT=json for an app that configured no logging (host/_logging.py)
         from ._store import SessionStore
         from ._store_backends import is_store, open_store
 

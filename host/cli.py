@@ -202,10 +202,10 @@ async def _cmd_list(manifests: Sequence[str], sandbox: str, as_json: bool) -> in
             _say(f"{data.get('name')} {data.get('version', '')}  [{data.get('state', '?')}]  pid {data.get('pid')}")
             from ._cli_modes import mode_text, phase_text
 
-            data["mode"], data["phase"] = mode_text(data), phase_text(data)  # host/_cli_modes.py
+            data["mode"], data["phase"] = mode_text(data), phase_text(data) or None  # host/_cli_modes.py
             for key in ("description", "hooks", "mode", "phase", "tools", "features", "permissions", "sandbox",
                         "sandbox_missing"):
-                if key in data and data[key] not in (None, [], {}, ""):
+                if key in data and data[key] not in (None, [], {}):
                     value = data[key]
                     if key == "tools":
                         value = [t["name"] if isinstance(t, dict) else t for t in value]

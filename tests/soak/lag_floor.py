@@ -38,7 +38,7 @@ TICK_S = 0.01  # the sampling both sides use: sleep 10 ms, record how late the l
 MAX_ALLOWANCE_MS = 150.0  # host max over floor max
 P99_ALLOWANCE_MS = 50.0  # host p99 over floor p99
 BUSY_SLICE_S = 0.001  # the floor's CPU work: 1 ms slices, so its own callbacks add at most ~1 ms of lag
-BUSY_SHARE = 0.5  # of the floor's time spent working (about what one core of a busy host's loop does per core here)
+BUSY_SHARE = float(os.environ.get("HOOKWIRE_SOAK_FLOOR_BUSY", "0.5"))  # of the floor's time spent working
 
 
 async def probe(stop: asyncio.Event, lags: list[float], tick: float = TICK_S) -> None:

@@ -1,15 +1,15 @@
-"""Where the event loop was when it stalled, and how much of the stall was the machine's: a daemon thread samples the
-loop thread's stack while the loop has not run for `threshold_s` (how issue 19's lag spike was found). Samples stay
-in memory.
+"""Where the event loop was when it stalled, and what the loop thread did meanwhile: a daemon thread samples the loop
+thread's stack while the loop has not run for `threshold_s` (how issue 19's lag spike was found). Samples stay in
+memory.
 
-How much was the machine's: Linux counts, per thread, the time it was runnable but waiting for a CPU
-(/proc/self/task/TID/schedstat, second field). The watch reads the loop thread's count when the loop last ran and
-when the stall ends; the difference is `Stall.waited_ms`, and `Stall.own_ms` = the stall less that wait is the
-process's own part: a blocking call, a long callback's CPU, a full GC, waiting for the GIL another thread held. A loop
-thread woken in select() with its timers due but given no core (issue 19's loaded runs) has an own part near zero; a
-200 ms blocking call on the loop has an own part of 200 ms however loaded the machine is. Without schedstat, a stall
-counts as the process's own when the loop thread was found running code (not in select()) in at least half the
-samples due while it was watched."""
+What the loop thread did: Linux counts, per thread, its time on a CPU and its time runnable but waiting for one
+(/proc/self/task/TID/schedstat). The watch reads the loop thread's counts when the loop last ran and when the stall
+ends: `Stall.cpu_ms` is what the loop thread itself ran during the stall (a full GC, a CPU-bound callback: the
+process's own, however loaded the machine is), `Stall.waited_ms` its wait for a CPU (the machine's). The rest of a
+stall is the thread blocked: in a blocking call, or waiting for the GIL another thread held (possibly itself waiting
+for a CPU); the soak leaves that part to the lag floor (lag_floor.py). Without schedstat, `cpu_ms` is the whole stall
+when the loop thread was found running code (not in select()) in at least half the samples due while it was
+watched, else 0."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ class Stall:
     waiting_samples: int = 0  # samples that found it in select()
     sampled_ms: float = 0.0  # the part of the stall the watch sampled (it starts once the stall passes the threshold)
     waited_ms: float | None = None  # runnable but given no CPU during the stall (None: no schedstat here)
+    ran_ms: float | None = None  # on a CPU during the stall
 
     @property
     def running(self) -> bool:
@@ -38,25 +39,27 @@ class Stall:
         return self.running_samples >= max(1.0, self.sampled_ms / (SAMPLE_S * 1000) / 2)
 
     @property
-    def own_ms(self) -> float:
-        """The process's own part of the stall: less the time the loop thread waited for a CPU."""
-        if self.waited_ms is None:
+    def cpu_ms(self) -> float:
+        """What the loop thread itself ran during the stall (see the module doc without schedstat)."""
+        if self.ran_ms is None:
             return self.ms if self.running else 0.0
-        return max(0.0, self.ms - self.waited_ms)
+        return self.ran_ms
 
     def text(self) -> str:
         seen = ("unsampled: GIL held" if not self.running_samples + self.waiting_samples
                 else "mostly in select()" if self.waiting_samples > self.running_samples else "in code")
-        waited = "" if self.waited_ms is None else f", {self.waited_ms:.0f} ms of it waiting for a CPU"
-        return f"{self.ms:.0f} ms at {self.where} ({seen}{waited})"
+        spent = ("" if self.ran_ms is None or self.waited_ms is None
+                 else f"; the loop thread ran {self.ran_ms:.0f} ms, waited {self.waited_ms:.0f} ms for a CPU")
+        return f"{self.ms:.0f} ms at {self.where} ({seen}{spent})"
 
 
-def _run_delay_ns(native_id: int) -> int | None:
-    """The thread's total time runnable but not running (ns), or None where the kernel does not report it."""
+def _schedstat(native_id: int) -> tuple[int, int] | None:
+    """The thread's total time on a CPU and runnable but not running (ns), or None where the kernel does not say."""
     try:
         with open(f"/proc/self/task/{native_id}/schedstat") as f:
-            return int(f.read().split()[1])
-    except (OSError, IndexError, ValueError):
+            ran, waited = f.read().split()[:2]
+        return int(ran), int(waited)
+    except (OSError, ValueError):
         return None
 
 
@@ -78,11 +81,11 @@ class LoopWatch:
                 loop.call_later(0.005, tick)
 
         def watch() -> None:
-            seen_beat, ref = beat[0], _run_delay_ns(native)
+            seen_beat, ref = beat[0], _schedstat(native)
             while not self._stop.wait(0.005):
                 began = beat[0]
                 if began != seen_beat:  # the loop ran since the last look: its wait count as of then
-                    seen_beat, ref = began, _run_delay_ns(native)
+                    seen_beat, ref = began, _schedstat(native)
                 if time.monotonic() - began <= self.threshold_s:
                     continue
                 samples: dict[str, int] = {}
@@ -97,11 +100,12 @@ class LoopWatch:
                         running += not idle
                         waiting += idle
                     time.sleep(SAMPLE_S)
-                now = _run_delay_ns(native)
+                now = _schedstat(native)
                 top = max(samples, key=samples.__getitem__) if samples else "(no sample: the thread held the GIL)"
                 ms = (beat[0] - began) * 1000
-                waited = None if now is None or ref is None else (now - ref) / 1e6
-                self.stalls.append(Stall(ms, top, running, waiting, ms - self.threshold_s * 1000, waited))
+                ran, waited = (None, None) if now is None or ref is None else (
+                    (now[0] - ref[0]) / 1e6, (now[1] - ref[1]) / 1e6)
+                self.stalls.append(Stall(ms, top, running, waiting, ms - self.threshold_s * 1000, waited, ran))
 
         loop.call_soon(tick)
         threading.Thread(target=watch, name="hookwire-loop-watch", daemon=True).start()

@@ -13,7 +13,7 @@ and no stall in which the loop thread itself ran more than 150 ms of CPU: the wa
 loop thread's CPU time per stall from Linux's per-thread schedstat, and CPU time does not grow with the machine's
 load (waiting for a CPU is counted apart). The p99 allowance is wider than "tight": a busy host process suffers more
 from a loaded machine than the floor (its callbacks are longer and it has threads contending for the GIL); at load
-~5 the host's p99 was ~100 ms against the floor's ~23 ms, with nothing of ours in the samples.
+5-6 the host's p99 was 70-100 ms against the floor's 20-23 ms, with no CPU stall of ours in the samples.
 
 On a quiet machine the floor is a few ms and the max rule is the issue's "max under 150 ms"; under load the
 allowance grows by what a loop that does nothing of ours suffered in the same seconds. A stall of ours shows in the
@@ -40,7 +40,8 @@ TICK_S = 0.01  # the sampling both sides use: sleep 10 ms, record how late the l
 MAX_ALLOWANCE_MS = 150.0  # host max over floor max
 P99_ALLOWANCE_MS = 100.0  # host p99 over floor p99
 BUSY_SLICE_S = 0.001  # the floor's CPU work: 1 ms slices, so its own callbacks add at most ~1 ms of lag
-BUSY_SHARE = float(os.environ.get("HOOKWIRE_SOAK_FLOOR_BUSY", "0.5"))  # of the floor's time spent working
+# of the floor's time spent working, asked (it gets ~30 % of a core: its 1 ms sleeps last longer than 1 ms)
+BUSY_SHARE = float(os.environ.get("HOOKWIRE_SOAK_FLOOR_BUSY", "0.5"))
 
 
 async def probe(stop: asyncio.Event, lags: list[float], tick: float = TICK_S) -> None:

@@ -188,11 +188,16 @@ def use_format(handler: logging.Handler, fmt: str) -> None:
     handler.setFormatter(formatter(fmt))
 
 
-def configure_cli_logging(flag: str | None, level: int) -> logging.Handler:
+def configure_cli_logging(flag: str | None, level: int) -> logging.Handler | None:
     """The `hookwire` command's logging: configure_logging with `--log-format`, else HOOKWIRE_LOG_FORMAT, else text,
-    on stderr at `level` (a bad variable: a usage error, exit 2)."""
+    on stderr at `level` (a bad variable: a usage error, exit 2). Run inside a process whose root logger already has
+    handlers (`host.cli.main` called from a test or an app), it leaves them alone, as `logging.basicConfig` does."""
     try:
-        return configure_logging(flag, level=level)  # type: ignore[arg-type]
+        fmt = flag or format_from_env()
     except ValueError as exc:
         print(f"hookwire: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    if any(h is not _installed for h in logging.getLogger().handlers):
+        _explicit[0] = True  # the embedding process decided; the environment is not applied over it either
+        return None
+    return configure_logging(fmt, level=level)  # type: ignore[arg-type]

@@ -26,6 +26,8 @@ class TraceRow(BaseModel):
     latency_ms: float
     detail: str = ""
     reason: str = ""
+    mode: str = Field(default="enforce", description="shadow: the hook ran live but nothing it returned was applied")
+    phase: str = Field(default="", description="a beforeToolCall decider's phase: mutate or validate ('' otherwise)")
 
 
 class RunReport(BaseModel):
@@ -50,7 +52,7 @@ def run_report(result: Any, session_id: str) -> RunReport:
         error=result.error, failed_open=list(result.failed_open), provenance=dict(result.provenance),
         denied=[d.model_dump(mode="json") for d in result.denied],
         trace=[TraceRow(hook=e.hook, extension=e.extension, outcome=e.outcome, latency_ms=round(e.latency_ms, 3),
-                        detail=e.detail, reason=e.reason) for e in result.trace],
+                        detail=e.detail, reason=e.reason, mode=e.mode, phase=e.phase) for e in result.trace],
     )
 
 

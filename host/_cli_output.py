@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
+from ._cli_modes import has_shadow, mark
 from ._terminal_text import terminal_safe
 
 _OUTCOME_STYLE = {
@@ -70,12 +71,17 @@ def trace_table(events: Iterable[Any], provenance: Mapping[str, str] | None = No
     table.add_column("hook", style="cyan", no_wrap=True)
     table.add_column("extension", style="bold", no_wrap=True)
     table.add_column("latency", justify="right", no_wrap=True)
+    events = list(events)
+    shadow = has_shadow(events)  # a mode column only when a hook ran in shadow mode (host/_cli_modes.py)
+    if shadow:
+        table.add_column("mode", style="bold yellow", no_wrap=True)
     table.add_column("outcome", no_wrap=True)
     table.add_column("detail", overflow="fold")
     rows = 0
     for e in events:
         rows += 1
         table.add_row(safe_text(e.hook), safe_text(e.extension), f"{e.latency_ms:.2f} ms",
+                      *([mark(e).lower()] if shadow else []),
                       safe_text(e.outcome.replace("_", " "), _OUTCOME_STYLE.get(e.outcome, "")), safe_text(e.detail))
     parts: list[Any] = [table if rows else safe_text("hook trace: (no extension hooks ran)", "dim")]
     if provenance:
@@ -165,8 +171,10 @@ def extensions_table(infos: Iterable[Mapping[str, Any]]) -> Any:
     """`hookwire ext list` on a terminal: one row per extension (the ExtensionInfo dumps), untrusted text inert."""
     from rich.table import Table
 
+    from ._cli_modes import mode_text, phase_text
+
     table = Table(title="extensions", title_justify="left")
-    for column in ("name", "version", "state", "pid", "hooks", "tools", "permissions", "sandbox"):
+    for column in ("name", "version", "state", "pid", "hooks", "mode", "phase", "tools", "permissions", "sandbox"):
         table.add_column(column, overflow="fold", style="bold" if column == "name" else "")
     for data in infos:
         tools = [t["name"] if isinstance(t, dict) else t for t in data.get("tools") or []]
@@ -175,6 +183,8 @@ def extensions_table(infos: Iterable[Mapping[str, Any]]) -> Any:
         state = str(data.get("state", "?"))
         table.add_row(safe_text(data.get("name")), safe_text(data.get("version", "")),
                       safe_text(state, "green" if state == "running" else "yellow"), str(data.get("pid") or ""),
-                      safe_text(", ".join(data.get("hooks") or [])), safe_text(", ".join(tools)),
+                      safe_text(", ".join(data.get("hooks") or [])),
+                      safe_text(mode_text(data), "yellow" if "shadow" in mode_text(data) else ""),
+                      safe_text(phase_text(data)), safe_text(", ".join(tools)),
                       safe_text(granted), safe_text(", ".join(data.get("sandbox") or [])))
     return table

@@ -19,6 +19,15 @@ Where the optional keys come from, first found wins:
 
 The output is plain ASCII (`ensure_ascii`): no control character of an extension's line reaches the terminal, and a
 line separator inside a message cannot split a record.
+
+Who decides the format, first one wins:
+1. the app, explicitly: `configure_logging(...)` (the `hookwire` command calls it, with --log-format or the variable);
+   or the app configured the `hookwire` logger itself (gave it a handler);
+2. the environment, for an app that did neither: `HOOKWIRE_LOG_FORMAT=json` is applied once per process, when the
+   first Agent starts or ExtensionManager is made (`apply_env_format`): hookwire's records (the `hookwire` logger
+   and its children) go to stderr as JSON lines through a handler of their own, and no longer also propagate to the
+   root logger's handlers (no line twice, once as text). The app's own loggers are left alone; the level is the
+   root's as usual. `text` (or no variable) changes nothing.
 """
 
 from __future__ import annotations
@@ -126,13 +135,17 @@ def format_from_env(default: str = "text") -> str:
 
 
 _installed: logging.Handler | None = None
+_explicit = [False]  # configure_logging ran: the environment is not applied on top of the app's choice
+_env_done = [False]  # apply_env_format ran (once per process)
+HOOKWIRE_LOGGER = "hookwire"
 
 
 def configure_logging(format: LogFormat | None = None, *, level: int | str | None = None,
                       stream: IO[str] | None = None) -> logging.Handler:
     """Send log records to `stream` (default stderr) as `format` lines ("json" or "text"; default: the
     HOOKWIRE_LOG_FORMAT environment variable, else "text"). Installs one handler on the root logger (a second call
-    replaces the first one's); `level` sets the root logger's level when given."""
+    replaces the first one's); `level` sets the root logger's level when given. The app's explicit choice: after
+    this, the variable is not applied again when an Agent or ExtensionManager starts."""
     global _installed
     fmt = format or format_from_env()
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
@@ -142,36 +155,49 @@ def configure_logging(format: LogFormat | None = None, *, level: int | str | Non
         root.removeHandler(_installed)
     root.addHandler(handler)
     _installed = handler
+    _explicit[0] = True
     if level is not None:
         root.setLevel(level)
     return handler
 
 
+def apply_env_format() -> None:
+    """HOOKWIRE_LOG_FORMAT for a host app that configured nothing itself (see "Who decides" in the module doc): with
+    "json", hookwire's records go to stderr as JSON lines, through a handler on the `hookwire` logger that stops
+    their propagation. Called when an Agent starts and when an ExtensionManager is made; acts once per process, and
+    not at all after configure_logging or when the app gave the `hookwire` logger a handler. A value it does not
+    know is a ValueError naming the variable (every time: nothing is applied)."""
+    if _env_done[0]:
+        return
+    fmt = format_from_env()
+    _env_done[0] = True
+    hookwire = logging.getLogger(HOOKWIRE_LOGGER)
+    if fmt != "json" or _explicit[0] or hookwire.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    hookwire.addHandler(handler)
+    hookwire.propagate = False
+
+
+configure_from_env = apply_env_format  # the name ExtensionManager calls
+
+
 def use_format(handler: logging.Handler, fmt: str) -> None:
-    """Give an existing handler the formatter of `fmt` (the CLI's --log-format)."""
+    """Give an existing handler the formatter of `fmt`."""
     handler.setFormatter(formatter(fmt))
 
 
-def configure_from_env() -> None:
-    """With HOOKWIRE_LOG_FORMAT=json, make the root logger's handlers write JSON lines (adding a stderr handler when
-    it has none). Called when an ExtensionManager is made, so a host app gets JSON logs from the environment alone;
-    without the variable (or with "text") nothing changes."""
-    if format_from_env() != "json":
-        return
-    root = logging.getLogger()
-    if not root.handlers:
-        configure_logging("json")
-        return
-    for handler in root.handlers:
-        if not isinstance(handler.formatter, JsonFormatter):
-            handler.setFormatter(JsonFormatter())
-
-
-def apply_cli_format(handler: logging.Handler, flag: str | None) -> None:
-    """The CLI's log format: `--log-format`, else HOOKWIRE_LOG_FORMAT, else text (a bad variable: usage error)."""
+def configure_cli_logging(flag: str | None, level: int) -> logging.Handler | None:
+    """The `hookwire` command's logging: configure_logging with `--log-format`, else HOOKWIRE_LOG_FORMAT, else text,
+    on stderr at `level` (a bad variable: a usage error, exit 2). Run inside a process whose root logger already has
+    handlers (`host.cli.main` called from a test or an app), it leaves them alone, as `logging.basicConfig` does."""
     try:
         fmt = flag or format_from_env()
     except ValueError as exc:
         print(f"hookwire: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    use_format(handler, fmt)
+    if any(h is not _installed for h in logging.getLogger().handlers):
+        _explicit[0] = True  # the embedding process decided; the environment is not applied over it either
+        return None
+    return configure_logging(fmt, level=level)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ._cli_modes import SHADOW_MARK, has_shadow, mark
 from ._terminal_text import terminal_safe
 from .extensions._snapshots import TraceEvent
 
@@ -25,16 +26,21 @@ _MARK = {
 
 
 def format_trace(events: Iterable[TraceEvent], provenance: Mapping[str, str] | None = None) -> str:
-    """A table: one line per hook of each extension, in the order they happened, then who set what."""
-    rows = [(e.hook, e.extension, f"{e.latency_ms:8.2f} ms", _MARK.get(e.outcome, e.outcome), e.detail) for e in events]
+    """A table: one line per hook of each extension, in the order they happened, then who set what. When a hook ran
+    in shadow mode, a column between latency and outcome marks its rows SHADOW."""
+    events = list(events)
+    shadow = has_shadow(events)  # a mode column (SHADOW) only when a hook ran in shadow mode (host/_cli_modes.py)
+    rows = [(e.hook, e.extension, f"{e.latency_ms:8.2f} ms", _MARK.get(e.outcome, e.outcome), e.detail, mark(e))
+            for e in events]
     lines = ["hook trace:"]
     if not rows:
         lines.append("  (no extension hooks ran)")
     else:
         w_hook = max(len(r[0]) for r in rows)
         w_ext = max(len(r[1]) for r in rows)
-        for hook, ext, latency, outcome, detail in rows:
-            line = f"  {hook:<{w_hook}}  {ext:<{w_ext}}  {latency}  {outcome}"
+        for hook, ext, latency, outcome, detail, mode in rows:
+            column = f"{mode:<{len(SHADOW_MARK)}}  " if shadow else ""
+            line = f"  {hook:<{w_hook}}  {ext:<{w_ext}}  {latency}  {column}{outcome}"
             if detail:
                 line += f"  {detail}"
             lines.append(line)

@@ -200,7 +200,11 @@ async def _cmd_list(manifests: Sequence[str], sandbox: str, as_json: bool) -> in
         for info in infos:
             data = info.model_dump(mode="json", by_alias=True)
             _say(f"{data.get('name')} {data.get('version', '')}  [{data.get('state', '?')}]  pid {data.get('pid')}")
-            for key in ("description", "hooks", "tools", "features", "permissions", "sandbox", "sandbox_missing"):
+            from ._cli_modes import mode_text, phase_text
+
+            data["mode"], data["phase"] = mode_text(data), phase_text(data) or None  # host/_cli_modes.py
+            for key in ("description", "hooks", "mode", "phase", "tools", "features", "permissions", "sandbox",
+                        "sandbox_missing"):
                 if key in data and data[key] not in (None, [], {}):
                     value = data[key]
                     if key == "tools":
@@ -407,13 +411,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
     rest, log_format = pop_log_format(rest)
     args = _parser().parse_args(rest if log_format is None else ["--log-format", log_format, *rest])
     args.debug = debug
-    from ._logging import apply_cli_format
-    from ._terminal_text import TerminalSafeFormatter
+    from ._logging import configure_cli_logging
 
-    handler = logging.StreamHandler(sys.stderr)  # extension stderr lines and error texts reach the log
-    handler.setFormatter(TerminalSafeFormatter("%(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, handlers=[handler])
-    apply_cli_format(handler, args.log_format)  # host/_logging.py
+    # extension stderr lines and error texts reach the log, on stderr; the format is the CLI's choice (host/_logging.py)
+    configure_cli_logging(args.log_format, logging.DEBUG if args.debug else logging.WARNING)
     if not args.debug:
         from ._cli_output import show_turn_errors_once
 

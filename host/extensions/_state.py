@@ -10,6 +10,7 @@ from typing import Any, Literal
 import grpc
 from pydantic import BaseModel, ConfigDict, Field
 
+from extension_sdk.proto import HOOK_NAMES
 from extension_sdk.proto import extension_pb2 as pb
 
 from ..sandbox._cgroups import CgroupLease
@@ -44,6 +45,12 @@ class ExtensionInfo(BaseModel):
     dropped_observations: int = 0
     manifest: str | None = None
     endpoint: str | None = None
+    mode: Literal["enforce", "shadow"] = Field(
+        default="enforce", description="The manifest's `mode`: shadow runs hooks live but applies nothing")
+    hook_modes: dict[str, Literal["enforce", "shadow"]] = Field(
+        default_factory=dict, description="The hooks whose own `mode` differs from `mode`, and theirs")
+    phase: Literal["mutate", "validate"] | None = Field(
+        default=None, description="The phase of its beforeToolCall decisions (None: it makes none)")
 
 
 class ExtensionTool(BaseModel):
@@ -115,6 +122,9 @@ class ExtensionRuntime:
             dropped_observations=self.dropped_base + (self.conn.dropped if self.conn else 0),
             manifest=self.manifest.source,
             endpoint=self.manifest.endpoint,
+            mode=self.manifest.mode,
+            hook_modes={h: m for h in HOOK_NAMES if (m := self.manifest.hook_mode(h)) != self.manifest.mode},
+            phase=self.manifest.tool_phase() if self.deciders else None,
         )
 
 

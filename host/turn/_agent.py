@@ -30,7 +30,7 @@ from ._hook_chain import TurnRecord
 from ._session import Session, maybe_await
 from ._session_bridge import AgentSessionServices
 from ._store_backends import claim_submission
-from ._submission_resume import earlier_answer
+from ._submission_resume import earlier_answer, withdraw_interrupted
 from ._turn_runner import TurnRequest, TurnRunner, active_turn
 from ._types import (
     ChatErrorClassification,
@@ -212,7 +212,10 @@ class Agent:
         return paths
 
     async def _start(self) -> None:
+        from .._logging import apply_env_format
         from ._scripted_model import register_scripted_model
+
+        apply_env_format()  # HOOKWIRE_LOG_FORMAT=json for an app that configured no logging (host/_logging.py)
         from ._store import SessionStore
         from ._store_backends import is_store, open_store
 
@@ -512,7 +515,13 @@ class Agent:
                 return ChatResponseResult(status="completed", message=answer, request_id=rid)
             await self.store.set_submission_status(sid, "running")
             _journal_writer.expect_submission(self, rid, sid)  # reuse the verdicts its earlier attempts journaled
-            result = await self._runner.run(self._request(rid, messages, False, body, None, "submit_messages"))
+            req = self._request(rid, messages, False, body, None, "submit_messages")
+            try:
+                result = await self._runner.run(req)
+            except asyncio.CancelledError:
+                if req.cancelled:  # interrupted mid-turn (close): its partial message is no answer
+                    await withdraw_interrupted(self.store, messages)
+                raise
             await self.store.set_submission_status(sid, result.status, result.error)
             return result
 

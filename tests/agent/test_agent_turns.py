@@ -127,6 +127,21 @@ async def test_pending_submission_is_finished_after_a_restart(tmp_path: Path) ->
     assert pending == []
 
 
+async def test_a_submission_interrupted_mid_turn_by_close_is_answered_in_full_on_resume(tmp_path: Path) -> None:
+    db = tmp_path / "agent.db"
+    agent = ChunkSignal(session_id="s1", store=db)
+    await agent.start()
+    sid = await agent.submit_messages("interrupted work\n/stall-once 10000")
+    await asyncio.wait_for(agent.streaming.wait(), 10)  # mid-turn: "echo: " streamed, then the model stalls
+    await agent.close()
+
+    async with Recorder(session_id="s1", store=db) as revived:
+        result = await asyncio.wait_for(revived.wait_for_submission(sid), 10)
+        stored = [(m["role"], m["content"]) for m in await revived.messages()]
+    assert result.status == "completed" and result.message["content"] == "echo: interrupted work"
+    assert stored == [("user", "interrupted work\n/stall-once 10000"), ("assistant", "echo: interrupted work")]
+
+
 async def test_save_messages_function_form_gets_the_transcript_and_appends_what_it_returns() -> None:
     seen: list[list[str]] = []
 

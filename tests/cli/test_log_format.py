@@ -56,3 +56,11 @@ def test_an_unknown_log_format_after_the_subcommand_is_a_usage_error_naming_the_
     proc = hookwire("ext", "schema", "--log-format", "xml")
     assert proc.returncode == 2
     assert "argument --log-format: invalid choice: 'xml' (choose from" in proc.stderr
+
+
+def test_the_log_format_flag_wins_over_the_environment_once_extensions_start() -> None:
+    proc = hookwire("--debug", "ext", "list", "-e", TALKER, "--sandbox", "off", "--log-format", "text",
+                    env={"HOOKWIRE_LOG_FORMAT": "json"})
+    assert proc.returncode == 0, proc.stderr
+    assert json_records(proc.stderr) == []  # the manager the command made did not switch its log to JSON
+    assert any(line.startswith("INFO hookwire.extensions: loaded extension 'talker'") for line in proc.stderr.splitlines())

@@ -15,7 +15,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not ROWS:
         return
     headers = ("check", "expected", "observed", "result")
-    widths = [min(max(len(str(r[i])) for r in [headers, *ROWS]), cap) for i, cap in enumerate((36, 44, 140, 6))]
+    widths = [min(max(len(str(r[i])) for r in [headers, *ROWS]), cap) for i, cap in enumerate((36, 64, 160, 6))]
 
     def line(cells: tuple[str, ...]) -> str:
         return " | ".join(str(c)[: widths[i]].ljust(widths[i]) for i, c in enumerate(cells))

@@ -43,6 +43,7 @@ from extension_sdk.proto import extension_pb2 as pb
 from extension_sdk.proto import host_bridge_pb2 as hb
 
 from .._errors import ExtensionReplyError, ExtensionToolError, ExtensionUnavailableError
+from ._eager_write import start_write
 from ._frames import more_observations, observation_batch, observations_frame, serialize, with_prelude
 from ._observation_acks import AckAccount
 from ._reply_bounds import ToolReplyBounds
@@ -231,6 +232,8 @@ class ExtensionConnection:
         self._unacked_items = 0
         self._tools: dict[int, _ToolSink] = {}  # tool call id -> its events (connect-tools)
         self._stream: Any = None
+        self._writing = False  # a frame is being written on the stream (by the sender, or by a caller: _write_now)
+        self._write_task: asyncio.Task[None] | None = None  # a caller's write finishing (host/extensions/_eager_write.py)
         self._outbox: deque[tuple[Any, ...]] = deque()
         self._obs_count = 0
         self._wake = asyncio.Event()
@@ -303,8 +306,11 @@ class ExtensionConnection:
         self._pending[fid] = fut
         self._remember(fid, frame.WhichOneof("body") or "")
         deadline = loop.time() + timeout_s
-        self._outbox.append((_CALL, frame, fut, deadline))
-        self._hurry()
+        if self.streaming and not self._writing and not self._outbox and self._broken is None:
+            self._write_now(frame)  # nothing to send before it: written from here, no trip through the sender
+        else:
+            self._outbox.append((_CALL, frame, fut, deadline))
+            self._hurry()
         self._due[fid] = deadline
         if self._expiry is None or deadline < self._expiry_at:
             self._arm_expiry(loop, deadline)
@@ -317,6 +323,27 @@ class ExtensionConnection:
             self._due.pop(fid, None)
             self._pending.pop(fid, None)
             self._prelude_covers.pop(fid, None)
+
+    def _write_now(self, frame: pb.HostFrame) -> None:
+        """Write an awaited frame on the idle stream from the caller (the sender then waits until it is written)."""
+        self._writing = True
+        self._write_task = start_write(self._stream.write(frame), self._wrote)
+
+    def _wrote(self, error: BaseException | None) -> None:
+        self._writing = False
+        self._write_task = None
+        if error is not None and not isinstance(error, asyncio.CancelledError):
+            self._fail(error)  # the stream broke: the call's future fails with the rest
+        elif self._outbox or self._flush_seq > self._ack_req_seq:
+            self._wake.set()  # the sender waited for this write (frames queued, or a flush's ack to ask for)
+
+    async def _write(self, frame: pb.HostFrame | bytes) -> None:
+        """The sender's write (a caller's `_write_now` waits while it runs)."""
+        self._writing = True
+        try:
+            await self._stream.write(frame)
+        finally:
+            self._writing = False
 
     def _give_up(self, fid: int) -> None:
         """The caller stopped waiting for awaited call `fid` (its deadline, a cancelled turn): on the stream, a
@@ -542,6 +569,10 @@ class ExtensionConnection:
         try:
             while True:
                 outbox = self._outbox  # _drop_oldest replaces the deque
+                if self._writing:  # a caller's frame is being written (_write_now): after it, in order
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
                 if not outbox:
                     self._urgent = False
                     if self.streaming and self._flush_seq > self._ack_req_seq and self._sent_seq >= self._flush_seq:
@@ -559,13 +590,13 @@ class ExtensionConnection:
                     if fut.done():
                         continue  # the caller gave up before it was sent
                     if self.streaming:
-                        await self._stream.write(frame)
+                        await self._write(frame)
                     else:
                         await self._unary_call(frame, fut, deadline)
                     continue
                 if kind == _SEND:
                     outbox.popleft()
-                    await self._stream.write(head[1])
+                    await self._write(head[1])
                     continue
                 if self.streaming and self._inflight >= WINDOW:
                     self._window.clear()
@@ -650,7 +681,7 @@ class ExtensionConnection:
         event) means they were handled; if none comes, the next flush asks for an ack of them as usual."""
         self._prelude_covers[frame.id] = covers
         self.acks.wrote(len(items))
-        await self._stream.write(with_prelude(frame, observation_batch(ctx, items)))
+        await self._write(with_prelude(frame, observation_batch(ctx, items)))
 
     @staticmethod
     def _more_batches(outbox: deque[Any], room: int) -> list[tuple[bytes, list[bytes], int]] | None:
@@ -690,7 +721,7 @@ class ExtensionConnection:
         frame = observations_frame(fid, observation_batch(ctx, items))
         if more:
             frame += more_observations(observation_batch(c, i) for c, i, _ in more)
-        await self._stream.write(frame)
+        await self._write(frame)
 
     async def _unary_call(self, frame: pb.HostFrame, fut: asyncio.Future[pb.ExtensionFrame], deadline: float) -> None:
         remaining = deadline - asyncio.get_running_loop().time()
@@ -991,6 +1022,8 @@ class ExtensionConnection:
             self._expiry.cancel()
             self._expiry = None
         self._fail(ExtensionUnavailableError(f"extension {self.name!r} was closed", extension=self.name))
+        if self._write_task is not None:
+            self._write_task.cancel()
         for task in [*self._tasks, *self._bridge_tasks]:
             task.cancel()
         for task in self._tasks:

@@ -251,7 +251,8 @@ class ExtensionConnection:
         self._ack_covers: dict[int, int] = {}
         self._enq_seq = 0
         self._done_seq = 0
-        self._flush_waiters: list[tuple[int, asyncio.Future[bool]]] = []
+        # (target, called with True when everything up to target was handled, False when the connection broke)
+        self._flush_waiters: list[tuple[int, Callable[[bool], None]]] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._broken: BaseException | None = None
         self._closed = False
@@ -411,8 +412,14 @@ class ExtensionConnection:
         self._obs_count += 1
         if self._obs_count > self._queue_max:
             self._drop_oldest()
-        if not self._holding or self._obs_count >= BATCH_MAX:
-            self._wake.set()
+        if self._holding and self._obs_count < BATCH_MAX:
+            return
+        if self._hold_timer is None and not self._urgent and self._coalesce_s > 0 and self._obs_count < BATCH_MAX:
+            # the hold starts here, not in the sender: the sender sleeps until it ends (one wake per batch, not two)
+            self._holding = True
+            self._hold_timer = asyncio.get_running_loop().call_later(self._coalesce_s, self._release_hold)
+            return
+        self._wake.set()
 
     def _drop_oldest(self) -> None:
         want = max(1, self._queue_max // 10)
@@ -474,7 +481,7 @@ class ExtensionConnection:
             return "lost"
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
-        entry = (target, fut)
+        entry = (target, lambda ok: fut.done() or fut.set_result(ok))
         self._flush_waiters.append(entry)
         self.request_flush()
         end = loop.time() + timeout_s
@@ -491,6 +498,35 @@ class ExtensionConnection:
         finally:
             with contextlib.suppress(ValueError):
                 self._flush_waiters.remove(entry)
+
+    def flush_state(self) -> tuple[str, int]:
+        """("ok" | "lost" | "wait", the target): whether everything enqueued so far was handled, the connection broke,
+        or a flush has to wait for the ack of observation `target` (host/extensions/_flush_group.py)."""
+        target = self._enq_seq
+        if self._done_seq >= target:
+            return "ok", target
+        if self._broken is not None or self._closed:
+            return "lost", target
+        return "wait", target
+
+    def watch_flush(self, target: int, callback: Callable[[bool], None]) -> Callable[[], None]:
+        """Call `callback(True)` from the reader once observation `target` was handled, `callback(False)` if the
+        connection breaks first (no task, no future: a plain call); asks for the ack now. Returns the unwatch."""
+        entry = (target, callback)
+        self._flush_waiters.append(entry)
+        self.request_flush()
+
+        def unwatch() -> None:
+            with contextlib.suppress(ValueError):
+                self._flush_waiters.remove(entry)
+
+        return unwatch
+
+    @property
+    def stall_deadline(self) -> float | None:
+        """Loop time at which the observer counts as stalled (no ack for observe_timeout_s); None: nothing unacked."""
+        since = self._unacked_since
+        return None if since is None else since + self._observe_timeout_s
 
     def pending_contexts(self) -> set[bytes]:
         """The context records of observations written or queued and not yet handled."""
@@ -545,9 +581,13 @@ class ExtensionConnection:
                     self._unacked_since = asyncio.get_running_loop().time()
                     self._arm_stall_watch(self._observe_timeout_s / 2)
         if self._flush_waiters:
-            for target, fut in list(self._flush_waiters):
-                if target <= self._done_seq and not fut.done():
-                    fut.set_result(True)
+            done = self._done_seq
+            waiters = self._flush_waiters
+            if any(target <= done for target, _ in waiters):
+                self._flush_waiters = [w for w in waiters if w[0] > done]
+                for target, callback in waiters:
+                    if target <= done:
+                        callback(True)
 
     def _covered_turn(self, covers: int) -> bytes | None:
         """The one turn (context record) whose observations an ack up to `covers` handled; None if several."""
@@ -892,9 +932,9 @@ class ExtensionConnection:
         self._pending.clear()
         for tool in self._tools.values():
             tool.put_nowait(err)
-        for _, fut in self._flush_waiters:
-            if not fut.done():
-                fut.set_result(False)
+        waiters, self._flush_waiters = self._flush_waiters, []
+        for _, callback in waiters:
+            callback(False)
         self._window.set()
 
     def _count_lost(self) -> None:

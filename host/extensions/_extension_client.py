@@ -43,7 +43,7 @@ from extension_sdk.proto import extension_pb2 as pb
 from extension_sdk.proto import host_bridge_pb2 as hb
 
 from .._errors import ExtensionReplyError, ExtensionToolError, ExtensionUnavailableError
-from ._eager_write import start_write
+from ._eager_write import EagerWrite, start_write
 from ._frames import more_observations, observation_batch, observations_frame, serialize, with_prelude
 from ._observation_acks import AckAccount
 from ._reply_bounds import ToolReplyBounds
@@ -233,7 +233,7 @@ class ExtensionConnection:
         self._tools: dict[int, _ToolSink] = {}  # tool call id -> its events (connect-tools)
         self._stream: Any = None
         self._writing = False  # a frame is being written on the stream (by the sender, or by a caller: _write_now)
-        self._write_task: asyncio.Task[None] | None = None  # a caller's write finishing (host/extensions/_eager_write.py)
+        self._write_task: EagerWrite | None = None  # a caller's write finishing (host/extensions/_eager_write.py)
         self._outbox: deque[tuple[Any, ...]] = deque()
         self._obs_count = 0
         self._wake = asyncio.Event()

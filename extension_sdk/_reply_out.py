@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import types
 from collections import deque
-from collections.abc import Coroutine, Generator
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from .proto import extension_pb2 as pb
@@ -27,7 +26,7 @@ class ReplyOut:
         self._wake = asyncio.Event()
         self._writing = False  # a write is in flight (a direct one, or the generator's)
         self._waiting = False  # the generator waits in get(): it is not writing
-        self._task: asyncio.Task[None] | None = None
+        self._task: _Write | None = None
         self.failed: BaseException | None = None  # a direct write that failed (the stream is gone)
 
     def put_nowait(self, frame: pb.ExtensionFrame | None) -> None:
@@ -63,44 +62,57 @@ class ReplyOut:
             self._task.cancel()
 
 
-def _start(coro: Coroutine[Any, Any, None], done: Any) -> asyncio.Task[None] | None:
-    """Run the write `coro` up to its first suspension here, the rest in a task; `done(error)` once at the end."""
-    context = contextvars.copy_context()
-    try:
-        yielded = context.run(coro.send, None)
-    except StopIteration:
-        done(None)
-        return None
-    except BaseException as exc:  # noqa: BLE001 - the stream is gone: reported, the generator ends
-        done(exc)
-        return None
-    return asyncio.get_running_loop().create_task(_finish(coro, yielded, done), context=context)  # type: ignore[arg-type]
+def _start(coro: Coroutine[Any, Any, None], done: Callable[[BaseException | None], None]) -> _Write | None:
+    """Run the write `coro` up to its first suspension here, the rest as what it waits on completes (no task);
+    `done(error)` once at the end. None when it finished at once."""
+    write = _Write(coro, done)
+    write.context.run(write.step)
+    return None if write.finished else write
 
 
-async def _finish(coro: Coroutine[Any, Any, None], yielded: Any, done: Any) -> None:
-    try:
-        await _resume(coro, yielded)
-    except BaseException as exc:  # noqa: BLE001 - reported to `done`
-        done(exc)
-        if isinstance(exc, asyncio.CancelledError):
-            raise
-        return
-    done(None)
+class _Write:
+    """One write in flight, driven step by step from the done callbacks of the futures it awaits."""
 
+    __slots__ = ("coro", "done", "context", "waiting", "finished")
 
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, None], yielded: Any) -> Generator[Any, Any, None]:
-    """Drive the rest of a coroutine already started: hand the task what it waits on, pass back what comes."""
-    while True:
+    def __init__(self, coro: Coroutine[Any, Any, None], done: Callable[[BaseException | None], None]) -> None:
+        self.coro = coro
+        self.done = done
+        self.context = contextvars.copy_context()
+        self.waiting: asyncio.Future[Any] | None = None
+        self.finished = False
+
+    def step(self, value: BaseException | None = None) -> None:
+        """One step, run in the write's own context (its callbacks are registered with it)."""
+        self.waiting = None
         try:
-            value = yield yielded
-        except BaseException as exc:  # noqa: BLE001 - cancellation and the rest go to the coroutine
-            try:
-                yielded = coro.throw(exc)
-            except StopIteration:
-                return
+            yielded = self.coro.send(None) if value is None else self.coro.throw(value)
+        except StopIteration:
+            self._finish(None)
+            return
+        except BaseException as exc:  # noqa: BLE001 - the write failed (the stream is gone, or cancelled)
+            self._finish(exc)
+            return
+        if asyncio.isfuture(yielded) and getattr(yielded, "_asyncio_future_blocking", False):
+            yielded._asyncio_future_blocking = False
+            self.waiting = yielded
+            yielded.add_done_callback(self._wake, context=self.context)
+        elif yielded is None:  # a bare yield: go on at the next turn of the loop
+            asyncio.get_running_loop().call_soon(self.step, context=self.context)
         else:
-            try:
-                yielded = coro.send(value)
-            except StopIteration:
-                return
+            self.step(RuntimeError(f"a stream write awaited {yielded!r}, not a future"))
+
+    def _wake(self, _fut: asyncio.Future[Any]) -> None:
+        self.step()
+
+    def _finish(self, error: BaseException | None) -> None:
+        if not self.finished:
+            self.finished = True
+            self.done(error)
+
+    def cancel(self) -> None:
+        waiting = self.waiting
+        if waiting is not None and not waiting.done():
+            waiting.remove_done_callback(self._wake)
+            self.waiting = None
+            self.context.run(self.step, asyncio.CancelledError())

@@ -325,8 +325,8 @@ class ExtensionConnection:
             self._pending.pop(fid, None)
             self._prelude_covers.pop(fid, None)
 
-    def _write_now(self, frame: pb.HostFrame) -> None:
-        """Write an awaited frame on the idle stream from the caller (the sender then waits until it is written)."""
+    def _write_now(self, frame: pb.HostFrame | bytes) -> None:
+        """Write a frame on the idle stream from the caller (the sender then waits until it is written)."""
         self._writing = True
         self._write_task = start_write(self._stream.write(frame), self._wrote)
 
@@ -464,7 +464,35 @@ class ExtensionConnection:
         target = self._enq_seq
         if target > self._flush_seq and self._done_seq < target and self._broken is None and not self._closed:
             self._flush_seq = target
-            self._hurry()
+            if not self._flush_now():
+                self._hurry()
+
+    def _flush_now(self) -> bool:
+        """Write the held observations from here, in one frame asking for their ack, when that is simple (the stream
+        idle, all of one context, one batch, the ack window open): the sender need not wake. False: it does it."""
+        outbox = self._outbox
+        if not (self.streaming and outbox and not self._writing and self._inflight < WINDOW
+                and len(outbox) <= BATCH_MAX):
+            return False
+        ctx = outbox[0][1]
+        for e in outbox:
+            if e[0] != _OBS or e[1] is not ctx:
+                return False
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        self._holding = False
+        items = [e[2] for e in outbox]
+        covers = outbox[-1][3]
+        outbox.clear()
+        self._obs_count -= len(items)
+        self._unacked_frames += 1
+        self._unacked_items += len(items)
+        if covers > self._sent_seq:
+            self._sent_seq = covers
+        self._note_sent(ctx, covers, len(items))
+        self._write_now(self._observations_frame(ctx, items, covers, True))
+        return True
 
     async def flush(self, timeout_s: float) -> bool:
         """Wait until everything enqueued so far was handled (acked) by the extension. False on timeout."""
@@ -748,6 +776,11 @@ class ExtensionConnection:
                                   more: list[tuple[bytes, list[bytes], int]] | None = None) -> None:
         """One observations frame on the stream (with `more`: other turns' batches riding in it, feature
         "multi-batch"); with `ack`, it gets an id and its ack advances the flush mark."""
+        await self._write(self._observations_frame(ctx, items, covers, ack, more))
+
+    def _observations_frame(self, ctx: bytes, items: list[bytes], covers: int, ack: bool,
+                            more: list[tuple[bytes, list[bytes], int]] | None = None) -> bytes:
+        """The bytes of an observations frame, its bookkeeping done (with `ack`: an id, and the ack it waits for)."""
         fid = 0
         self.acks.wrote(len(items) + (sum(len(b[1]) for b in more) if more else 0))
         if ack:
@@ -761,7 +794,7 @@ class ExtensionConnection:
         frame = observations_frame(fid, observation_batch(ctx, items))
         if more:
             frame += more_observations(observation_batch(c, i) for c, i, _ in more)
-        await self._write(frame)
+        return frame
 
     async def _unary_call(self, frame: pb.HostFrame, fut: asyncio.Future[pb.ExtensionFrame], deadline: float) -> None:
         remaining = deadline - asyncio.get_running_loop().time()

@@ -40,6 +40,15 @@ async def _series(cfg: Config, hooks: Sequence[str], prefix: str) -> dict[int, O
     return {k: out[k] for k in sorted(out)}
 
 
+def _slope(series: dict[int, Overhead], figure: str) -> float:
+    """The marginal cost of one more extension: the least-squares slope of `figure` over the counts."""
+    xs = list(series)
+    ys = [getattr(series[k], figure) for k in xs]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return rnd(sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den, 3) if den else 0.0
+
+
 def _figures(series: dict[int, Overhead]) -> dict[str, float]:
     return {str(k): rnd(v.ms, 2) for k, v in series.items()}
 
@@ -64,6 +73,10 @@ async def run(cfg: Config) -> Section:
         "host_cpu_ms_by_ext_count_before_turn": {str(k): rnd(v.host_cpu_ms, 2) for k, v in before_turn.items()},
         "ext_cpu_ms_by_ext_count_before_turn": {str(k): rnd(v.ext_cpu_ms, 2) for k, v in before_turn.items()},
         "ext_count_turn_ms_0ext": rnd(observed[1].base_ms, 2),
+        # per added observe-only extension (slopes over 1..20): wall ms, host CPU ms, the extensions' CPU ms
+        "overhead_ms_marginal_per_ext": _slope(observed, "ms"),
+        "host_cpu_ms_marginal_per_ext": _slope(observed, "host_cpu_ms"),
+        "ext_cpu_ms_marginal_per_ext": _slope(observed, "ext_cpu_ms"),
         "ext_count_load_avg_1m": [obs_load, bt_load],
     }
     return out

@@ -37,6 +37,7 @@ from ._eager import start_eager
 from ._extension import Extension, HookDef, ToolDef
 from ._grants import Grants
 from ._reply_limit import bounded, tool_value_json
+from ._reply_out import ReplyOut
 from ._stream_bridge import StreamBridgeClient, bridge_offered, current_stream_bridge
 from .proto import PROTOCOL_VERSION, TOKEN_METADATA_KEY
 from .proto import extension_pb2 as pb
@@ -317,7 +318,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
 
     async def Connect(self, request_iterator: AsyncIterator[pb.HostFrame], context: Any) -> AsyncIterator[pb.ExtensionFrame]:
         """Frames are handled strictly in order, except tool calls, which run concurrently (feature connect-tools)."""
-        out: asyncio.Queue[pb.ExtensionFrame | None] = asyncio.Queue()
+        out = ReplyOut(context)  # a frame put while the stream is idle is written at once (extension_sdk/_reply_out.py)
         bridge = StreamBridgeClient(out, self._conn) if bridge_offered(context) else None
         frames = bridge.demux(request_iterator) if bridge is not None else request_iterator
         token = current_stream_bridge.set(bridge)  # the reader task (and the tool tasks it starts) inherit it
@@ -330,10 +331,11 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                 yield frame
         finally:
             reader.cancel()
+            out.close()
             if bridge is not None:
                 bridge.close()
 
-    async def _read_frames(self, frames: AsyncIterator[pb.HostFrame], out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
+    async def _read_frames(self, frames: AsyncIterator[pb.HostFrame], out: ReplyOut) -> None:
         tools: dict[int, asyncio.Task[None]] = {}
         hooks: set[asyncio.Task[None]] = set()  # awaited hooks in flight: they never hold up the frames after them
         hook_ids: dict[int, tuple[asyncio.Task[None], pb.HostFrame]] = {}  # the same, by frame id (for `cancel`)
@@ -410,7 +412,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
         task.cancel(_HOST_GAVE_UP)
 
     async def _answer_hook(self, fid: int, body: str, frame: pb.HostFrame,
-                           out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
+                           out: ReplyOut) -> None:
         try:
             if body == "before_turn":
                 turn = await self._before_turn(frame.before_turn)
@@ -426,7 +428,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
             # cancelled by the host's `cancel` frame: no answer is owed (docs/protocol.md [5.5])
 
     async def _stream_tool(self, fid: int, request: pb.ExecuteToolRequest,
-                           out: asyncio.Queue[pb.ExtensionFrame | None]) -> None:
+                           out: ReplyOut) -> None:
         async for event in self._tool_events(request):
             out.put_nowait(pb.ExtensionFrame(id=fid, tool_event=event))
 

@@ -26,6 +26,7 @@ from typing import Any
 import grpc
 
 from ._call_context import outgoing_trace, trace_metadata
+from ._reply_out import ReplyOut
 from .proto import BRIDGE_METADATA_KEY, BRIDGE_ON_STREAM, extension_pb2 as pb, host_bridge_pb2 as hb
 
 # HostBridge method -> the BridgeRequest/BridgeResponse field that carries it
@@ -75,7 +76,7 @@ class BridgeCallError(grpc.RpcError):
 class StreamBridgeClient:
     """HostBridge calls on one Connect stream. `fallback`: the Unix-socket connection, if the process has one."""
 
-    def __init__(self, out: asyncio.Queue[pb.ExtensionFrame | None], fallback: Any = None) -> None:
+    def __init__(self, out: ReplyOut, fallback: Any = None) -> None:
         self._out = out
         self._fallback = fallback
         self._loop = asyncio.get_running_loop()

@@ -47,6 +47,7 @@ from ._convert import (
 )
 from . import _call_tags as call_tags
 from ._extension_client import ExtensionConnection
+from ._flush_group import FlushOutcome, flush_all
 from ._frames import context_field, observation_item
 from ._observation_acks import unhandled_since
 from ._observation_tally import ObservationTally, hook_rows
@@ -381,7 +382,7 @@ class Dispatcher:
         observations of the turn a broken connection lost are reported (host/extensions/_observer_ledger.py)."""
         record = context_field(context_to_proto(context))
         counts = self.tally.take(context)
-        waits = []
+        waits: list[tuple[ExtensionRuntime, ExtensionConnection]] = []
         for ext in self._registry.exts.values():
             skipped, lost = self.ledger.end_turn(ext.name, record)
             if lost:
@@ -393,10 +394,13 @@ class Dispatcher:
                 continue
             conn = ext.conn
             if conn is not None:
-                waits.append(self._flush_one(ext, conn, context, record, counts))
+                waits.append((ext, conn))
         self.ledger.forget(record)
-        if waits:
-            await asyncio.gather(*waits)
+        if waits:  # one wait for all of them (host/extensions/_flush_group.py): no task per extension
+            marks = [(conn.enqueued, conn.dropped) for _, conn in waits]
+            outcomes = await flush_all([(conn, ext.manifest.timeouts.hook_ms / 1000) for ext, conn in waits])
+            for (ext, conn), (sent, dropped), done in zip(waits, marks, outcomes):
+                self._flushed(ext, conn, context, record, counts, sent, dropped, done)
 
     def context_of(self, record: bytes) -> CallContext | None:
         """The turn a context record names (its observations' acknowledgement may come as the turn's flush ends)."""
@@ -428,20 +432,18 @@ class Dispatcher:
                             detail=f"stalled: observations not acknowledged within {ms} ms (timeouts.hookMs); "
                                    "detached for the rest of this turn")
 
-    async def _flush_one(self, ext: ExtensionRuntime, conn: ExtensionConnection, context: CallContext | None,
-                         record: bytes, counts: dict[str, int] | None = None) -> None:
+    def _flushed(self, ext: ExtensionRuntime, conn: ExtensionConnection, context: CallContext | None,
+                 record: bytes, counts: dict[str, int] | None, sent: int, dropped: int, done: FlushOutcome) -> None:
+        """Trace what one extension's flush came to: a row per observed hook, or why it failed open."""
         timeout = ext.manifest.timeouts.hook_ms / 1000
-        sent, dropped = conn.enqueued, conn.dropped
         last_sent, last_dropped = self._flush_marks.get(ext.name, (0, 0))
-        t0 = time.perf_counter()
-        outcome = await conn.flush_outcome(timeout)
+        outcome, ms = done.outcome, done.ms
         if outcome == "lost":
             lost = conn.lost.pop(record, 0) + self.ledger.end_turn(ext.name, record)[1]
             if lost:
                 self._report_lost(ext, lost, context)
             return
         if outcome != "ok":
-            ms = (time.perf_counter() - t0) * 1000
             why = (f"stalled: observations not acknowledged within {timeout * 1000:.0f} ms (timeouts.hookMs)"
                    if outcome == "stalled" else f"observations not acknowledged within {timeout * 1000:.0f} ms")
             log.warning("extension %r: %s; the turn goes on without it", ext.name, why)
@@ -451,13 +453,12 @@ class Dispatcher:
         unhandled, why = unhandled_since(self._unhandled_marks, ext.name, conn.acks)
         if unhandled > 0:  # the extension said so (ObservationAck.handled), or Observe failed
             detail = bounded(f"{unhandled} of {sent - last_sent} observation(s) not handled: {why}")
-            self._trace("observe", ext.name, "failed_open", latency_ms=(time.perf_counter() - t0) * 1000,
+            self._trace("observe", ext.name, "failed_open", latency_ms=ms,
                         detail=detail, context=context)
             return
         subscribed = set(ext.hooks) - {"beforeToolCall"} if ext.deciders else set(ext.hooks)
         rows = hook_rows(counts or {}, subscribed, sent - last_sent, dropped - last_dropped) if sent > last_sent else None
         if rows:  # a row per hook (afterToolCall, onStepFinish, onChunk ...), sharing the batch's latency
-            ms = (time.perf_counter() - t0) * 1000
             if dropped > last_dropped:
                 telemetry.observations_dropped(ext.name, dropped - last_dropped)
             for hook, detail in rows:
@@ -467,5 +468,5 @@ class Dispatcher:
             if dropped > last_dropped:
                 detail += f", {dropped - last_dropped} oldest onChunk dropped (extension too slow)"
                 telemetry.observations_dropped(ext.name, dropped - last_dropped)
-            self._trace("observe", ext.name, "ok", latency_ms=(time.perf_counter() - t0) * 1000, detail=detail,
+            self._trace("observe", ext.name, "ok", latency_ms=ms, detail=detail,
                         context=context)

@@ -43,6 +43,7 @@ from extension_sdk.proto import extension_pb2 as pb
 from extension_sdk.proto import host_bridge_pb2 as hb
 
 from .._errors import ExtensionReplyError, ExtensionToolError, ExtensionUnavailableError
+from ._eager_write import EagerWrite, start_write
 from ._frames import more_observations, observation_batch, observations_frame, serialize, with_prelude
 from ._observation_acks import AckAccount
 from ._reply_bounds import ToolReplyBounds
@@ -231,6 +232,8 @@ class ExtensionConnection:
         self._unacked_items = 0
         self._tools: dict[int, _ToolSink] = {}  # tool call id -> its events (connect-tools)
         self._stream: Any = None
+        self._writing = False  # a frame is being written on the stream (by the sender, or by a caller: _write_now)
+        self._write_task: EagerWrite | None = None  # a caller's write finishing (host/extensions/_eager_write.py)
         self._outbox: deque[tuple[Any, ...]] = deque()
         self._obs_count = 0
         self._wake = asyncio.Event()
@@ -248,7 +251,8 @@ class ExtensionConnection:
         self._ack_covers: dict[int, int] = {}
         self._enq_seq = 0
         self._done_seq = 0
-        self._flush_waiters: list[tuple[int, asyncio.Future[bool]]] = []
+        # (target, called with True when everything up to target was handled, False when the connection broke)
+        self._flush_waiters: list[tuple[int, Callable[[bool], None]]] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._broken: BaseException | None = None
         self._closed = False
@@ -303,8 +307,11 @@ class ExtensionConnection:
         self._pending[fid] = fut
         self._remember(fid, frame.WhichOneof("body") or "")
         deadline = loop.time() + timeout_s
-        self._outbox.append((_CALL, frame, fut, deadline))
-        self._hurry()
+        if self.streaming and not self._writing and not self._outbox and self._broken is None:
+            self._write_now(frame)  # nothing to send before it: written from here, no trip through the sender
+        else:
+            self._outbox.append((_CALL, frame, fut, deadline))
+            self._hurry()
         self._due[fid] = deadline
         if self._expiry is None or deadline < self._expiry_at:
             self._arm_expiry(loop, deadline)
@@ -317,6 +324,27 @@ class ExtensionConnection:
             self._due.pop(fid, None)
             self._pending.pop(fid, None)
             self._prelude_covers.pop(fid, None)
+
+    def _write_now(self, frame: pb.HostFrame | bytes) -> None:
+        """Write a frame on the idle stream from the caller (the sender then waits until it is written)."""
+        self._writing = True
+        self._write_task = start_write(self._stream.write(frame), self._wrote)
+
+    def _wrote(self, error: BaseException | None) -> None:
+        self._writing = False
+        self._write_task = None
+        if error is not None and not isinstance(error, asyncio.CancelledError):
+            self._fail(error)  # the stream broke: the call's future fails with the rest
+        elif self._outbox or self._flush_seq > self._ack_req_seq:
+            self._wake.set()  # the sender waited for this write (frames queued, or a flush's ack to ask for)
+
+    async def _write(self, frame: pb.HostFrame | bytes) -> None:
+        """The sender's write (a caller's `_write_now` waits while it runs)."""
+        self._writing = True
+        try:
+            await self._stream.write(frame)
+        finally:
+            self._writing = False
 
     def _give_up(self, fid: int) -> None:
         """The caller stopped waiting for awaited call `fid` (its deadline, a cancelled turn): on the stream, a
@@ -384,8 +412,14 @@ class ExtensionConnection:
         self._obs_count += 1
         if self._obs_count > self._queue_max:
             self._drop_oldest()
-        if not self._holding or self._obs_count >= BATCH_MAX:
-            self._wake.set()
+        if self._holding and self._obs_count < BATCH_MAX:
+            return
+        if self._hold_timer is None and not self._urgent and self._coalesce_s > 0 and self._obs_count < BATCH_MAX:
+            # the hold starts here, not in the sender: the sender sleeps until it ends (one wake per batch, not two)
+            self._holding = True
+            self._hold_timer = asyncio.get_running_loop().call_later(self._coalesce_s, self._release_hold)
+            return
+        self._wake.set()
 
     def _drop_oldest(self) -> None:
         want = max(1, self._queue_max // 10)
@@ -430,7 +464,35 @@ class ExtensionConnection:
         target = self._enq_seq
         if target > self._flush_seq and self._done_seq < target and self._broken is None and not self._closed:
             self._flush_seq = target
-            self._hurry()
+            if not self._flush_now():
+                self._hurry()
+
+    def _flush_now(self) -> bool:
+        """Write the held observations from here, in one frame asking for their ack, when that is simple (the stream
+        idle, all of one context, one batch, the ack window open): the sender need not wake. False: it does it."""
+        outbox = self._outbox
+        if not (self.streaming and outbox and not self._writing and self._inflight < WINDOW
+                and len(outbox) <= BATCH_MAX):
+            return False
+        ctx = outbox[0][1]
+        for e in outbox:
+            if e[0] != _OBS or e[1] is not ctx:
+                return False
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        self._holding = False
+        items = [e[2] for e in outbox]
+        covers = outbox[-1][3]
+        outbox.clear()
+        self._obs_count -= len(items)
+        self._unacked_frames += 1
+        self._unacked_items += len(items)
+        if covers > self._sent_seq:
+            self._sent_seq = covers
+        self._note_sent(ctx, covers, len(items))
+        self._write_now(self._observations_frame(ctx, items, covers, True))
+        return True
 
     async def flush(self, timeout_s: float) -> bool:
         """Wait until everything enqueued so far was handled (acked) by the extension. False on timeout."""
@@ -447,7 +509,7 @@ class ExtensionConnection:
             return "lost"
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
-        entry = (target, fut)
+        entry = (target, lambda ok: fut.done() or fut.set_result(ok))
         self._flush_waiters.append(entry)
         self.request_flush()
         end = loop.time() + timeout_s
@@ -464,6 +526,35 @@ class ExtensionConnection:
         finally:
             with contextlib.suppress(ValueError):
                 self._flush_waiters.remove(entry)
+
+    def flush_state(self) -> tuple[str, int]:
+        """("ok" | "lost" | "wait", the target): whether everything enqueued so far was handled, the connection broke,
+        or a flush has to wait for the ack of observation `target` (host/extensions/_flush_group.py)."""
+        target = self._enq_seq
+        if self._done_seq >= target:
+            return "ok", target
+        if self._broken is not None or self._closed:
+            return "lost", target
+        return "wait", target
+
+    def watch_flush(self, target: int, callback: Callable[[bool], None]) -> Callable[[], None]:
+        """Call `callback(True)` from the reader once observation `target` was handled, `callback(False)` if the
+        connection breaks first (no task, no future: a plain call); asks for the ack now. Returns the unwatch."""
+        entry = (target, callback)
+        self._flush_waiters.append(entry)
+        self.request_flush()
+
+        def unwatch() -> None:
+            with contextlib.suppress(ValueError):
+                self._flush_waiters.remove(entry)
+
+        return unwatch
+
+    @property
+    def stall_deadline(self) -> float | None:
+        """Loop time at which the observer counts as stalled (no ack for observe_timeout_s); None: nothing unacked."""
+        since = self._unacked_since
+        return None if since is None else since + self._observe_timeout_s
 
     def pending_contexts(self) -> set[bytes]:
         """The context records of observations written or queued and not yet handled."""
@@ -518,9 +609,13 @@ class ExtensionConnection:
                     self._unacked_since = asyncio.get_running_loop().time()
                     self._arm_stall_watch(self._observe_timeout_s / 2)
         if self._flush_waiters:
-            for target, fut in list(self._flush_waiters):
-                if target <= self._done_seq and not fut.done():
-                    fut.set_result(True)
+            done = self._done_seq
+            waiters = self._flush_waiters
+            if any(target <= done for target, _ in waiters):
+                self._flush_waiters = [w for w in waiters if w[0] > done]
+                for target, callback in waiters:
+                    if target <= done:
+                        callback(True)
 
     def _covered_turn(self, covers: int) -> bytes | None:
         """The one turn (context record) whose observations an ack up to `covers` handled; None if several."""
@@ -542,6 +637,10 @@ class ExtensionConnection:
         try:
             while True:
                 outbox = self._outbox  # _drop_oldest replaces the deque
+                if self._writing:  # a caller's frame is being written (_write_now): after it, in order
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
                 if not outbox:
                     self._urgent = False
                     if self.streaming and self._flush_seq > self._ack_req_seq and self._sent_seq >= self._flush_seq:
@@ -559,13 +658,13 @@ class ExtensionConnection:
                     if fut.done():
                         continue  # the caller gave up before it was sent
                     if self.streaming:
-                        await self._stream.write(frame)
+                        await self._write(frame)
                     else:
                         await self._unary_call(frame, fut, deadline)
                     continue
                 if kind == _SEND:
                     outbox.popleft()
-                    await self._stream.write(head[1])
+                    await self._write(head[1])
                     continue
                 if self.streaming and self._inflight >= WINDOW:
                     self._window.clear()
@@ -650,7 +749,7 @@ class ExtensionConnection:
         event) means they were handled; if none comes, the next flush asks for an ack of them as usual."""
         self._prelude_covers[frame.id] = covers
         self.acks.wrote(len(items))
-        await self._stream.write(with_prelude(frame, observation_batch(ctx, items)))
+        await self._write(with_prelude(frame, observation_batch(ctx, items)))
 
     @staticmethod
     def _more_batches(outbox: deque[Any], room: int) -> list[tuple[bytes, list[bytes], int]] | None:
@@ -677,6 +776,11 @@ class ExtensionConnection:
                                   more: list[tuple[bytes, list[bytes], int]] | None = None) -> None:
         """One observations frame on the stream (with `more`: other turns' batches riding in it, feature
         "multi-batch"); with `ack`, it gets an id and its ack advances the flush mark."""
+        await self._write(self._observations_frame(ctx, items, covers, ack, more))
+
+    def _observations_frame(self, ctx: bytes, items: list[bytes], covers: int, ack: bool,
+                            more: list[tuple[bytes, list[bytes], int]] | None = None) -> bytes:
+        """The bytes of an observations frame, its bookkeeping done (with `ack`: an id, and the ack it waits for)."""
         fid = 0
         self.acks.wrote(len(items) + (sum(len(b[1]) for b in more) if more else 0))
         if ack:
@@ -690,7 +794,7 @@ class ExtensionConnection:
         frame = observations_frame(fid, observation_batch(ctx, items))
         if more:
             frame += more_observations(observation_batch(c, i) for c, i, _ in more)
-        await self._stream.write(frame)
+        return frame
 
     async def _unary_call(self, frame: pb.HostFrame, fut: asyncio.Future[pb.ExtensionFrame], deadline: float) -> None:
         remaining = deadline - asyncio.get_running_loop().time()
@@ -861,9 +965,9 @@ class ExtensionConnection:
         self._pending.clear()
         for tool in self._tools.values():
             tool.put_nowait(err)
-        for _, fut in self._flush_waiters:
-            if not fut.done():
-                fut.set_result(False)
+        waiters, self._flush_waiters = self._flush_waiters, []
+        for _, callback in waiters:
+            callback(False)
         self._window.set()
 
     def _count_lost(self) -> None:
@@ -991,6 +1095,8 @@ class ExtensionConnection:
             self._expiry.cancel()
             self._expiry = None
         self._fail(ExtensionUnavailableError(f"extension {self.name!r} was closed", extension=self.name))
+        if self._write_task is not None:
+            self._write_task.cancel()
         for task in [*self._tasks, *self._bridge_tasks]:
             task.cancel()
         for task in self._tasks:

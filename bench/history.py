@@ -4,19 +4,27 @@ benchmark's load (50 sessions, 3 extensions on every hook) with the cyclic GC on
 
 `host_ms_per_turn_10_msgs` / `_500_msgs`: median wall ms of one chat() on each session. What the model itself does
 with the history (litellm's request building, the scripted model reading the prompt) is part of both; the goal is
-that the host's own work (store, normalizing, persisting, copies) adds nothing that grows with the history.
+that the host's own work (store, normalizing, persisting, copies) adds nothing that grows with the history. So the
+floor is measured beside it, alternated in the same rounds: the turn's own model call (its keyword arguments
+recorded from a real turn on each session) made as a bare `litellm.acompletion` stream (extra
+`litellm_floor_ms_10_msgs` / `_500_msgs`); extra `host_own_ms_10_msgs` / `_500_msgs` = turn − floor.
 `loop_lag_p99_ms` / `loop_lag_max_ms`: how late a 5 ms timer fired on the host's loop while the turns ran.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+import litellm
 
 from ._agents import THREE_STEP_TURN, BenchAgent, all_hook_manager
 from ._common import Config, Section, abab, gc_paused, median, pct, rnd
+from .litellm_floor import bare_calls
 
 NAME = "history"
 SESSIONS = 50
@@ -32,7 +40,8 @@ def _filler(n: int) -> list[dict[str, object]]:
     return out
 
 
-async def _per_turn_ms(cfg: Config, store: Path) -> tuple[float, float]:
+async def _per_turn_ms(cfg: Config, store: Path) -> tuple[float, float, float, float]:
+    """Median ms of a turn at 10 and at 500 messages of history, and of its bare model call at each (the floor)."""
     per_round = cfg.n(10, 3)
     short = BenchAgent(session_id="hist-10", store=store)
     long = BenchAgent(session_id="hist-500", store=store)
@@ -55,13 +64,40 @@ async def _per_turn_ms(cfg: Config, store: Path) -> tuple[float, float]:
             await agent.store.replace_all(_filler(10 if agent is short else 500))
             return out
 
+        async def recorded(agent: BenchAgent) -> list[dict[str, Any]]:
+            calls: list[dict[str, Any]] = []
+            real = litellm.acompletion
+
+            async def recording(**kwargs: Any) -> Any:
+                calls.append(copy.deepcopy(kwargs))
+                return await real(**kwargs)
+
+            litellm.acompletion = recording  # type: ignore[assignment]
+            try:
+                await agent.chat("hello")
+            finally:
+                litellm.acompletion = real  # type: ignore[assignment]
+            return calls
+
+        async def floor(calls: list[dict[str, Any]]) -> list[float]:
+            with gc_paused():
+                return [(await bare_calls(calls, True))[0] for _ in range(per_round)]
+
         await turns(short)
         await turns(long)
+        short_calls, long_calls = await recorded(short), await recorded(long)
+        await short.store.replace_all(_filler(10))
+        await long.store.replace_all(_filler(500))
         ra, rb = await abab(cfg.ab_rounds, lambda: turns(short), lambda: turns(long))
+        fa, fb = await abab(cfg.ab_rounds, lambda: floor(short_calls), lambda: floor(long_calls))
     finally:
         await short.close()
         await long.close()
-    return median([x for r in ra for x in r]) * 1000, median([x for r in rb for x in r]) * 1000
+
+    def ms(rounds: list[list[float]]) -> float:
+        return median([x for r in rounds for x in r]) * 1000
+
+    return ms(ra), ms(rb), ms(fa), ms(fb)
 
 
 async def _loop_lag(cfg: Config) -> tuple[float, float, int]:
@@ -103,7 +139,7 @@ async def _loop_lag(cfg: Config) -> tuple[float, float, int]:
 async def run(cfg: Config) -> Section:
     out = Section()
     with tempfile.TemporaryDirectory(prefix="hwb-hist-") as tmp:
-        short_ms, long_ms = await _per_turn_ms(cfg, Path(tmp) / "store.db")
+        short_ms, long_ms, floor_short, floor_long = await _per_turn_ms(cfg, Path(tmp) / "store.db")
     p99, worst, samples = await _loop_lag(cfg)
     out.values = {
         "host_ms_per_turn_10_msgs": rnd(short_ms, 2),
@@ -111,5 +147,12 @@ async def run(cfg: Config) -> Section:
         "loop_lag_p99_ms": rnd(p99, 1),
         "loop_lag_max_ms": rnd(worst, 1),
     }
-    out.extra = {"history_cost_ratio_500_vs_10": rnd(long_ms / short_ms, 2), "loop_lag_samples": samples}
+    out.extra = {
+        "history_cost_ratio_500_vs_10": rnd(long_ms / short_ms, 2),
+        "litellm_floor_ms_10_msgs": rnd(floor_short, 2),
+        "litellm_floor_ms_500_msgs": rnd(floor_long, 2),
+        "host_own_ms_10_msgs": rnd(short_ms - floor_short, 2),
+        "host_own_ms_500_msgs": rnd(long_ms - floor_long, 2),
+        "loop_lag_samples": samples,
+    }
     return out

@@ -24,6 +24,7 @@ from .._errors import StoreError, StoreVersionError
 from . import _journal_sql
 from ._journal import JournalDraft, JournalRow
 from ._transcript_cache import TranscriptCache, signature
+from ._ui_messages import ModelMessageMemo, to_model_messages
 
 SCHEMA_VERSION = 2  # 2: the decision journal (host/turn/_journal_sql.py)
 BUSY_TIMEOUT_MS = 10_000
@@ -445,6 +446,7 @@ class SessionStore:
     def __init__(self, raw: Any, session_id: str) -> None:
         self.raw = raw
         self.sid = session_id
+        self._model_memo = ModelMessageMemo()
 
     async def upsert(self, message: dict[str, Any]) -> None:
         await self.raw.upsert(self.sid, message)
@@ -456,6 +458,14 @@ class SessionStore:
         """The whole transcript as read-only dicts (MessageStore.transcript); a store without it: messages()."""
         read = getattr(self.raw, "transcript", None)
         return await (read(self.sid) if read is not None else self.raw.messages(self.sid))
+
+    async def model_messages(self) -> list[dict[str, Any]]:
+        """The whole transcript as model (chat) messages for a turn, new dicts the caller may change; from read-only
+        transcripts only what changed since the last turn is converted (host/turn/_ui_messages.py ModelMessageMemo)."""
+        read = getattr(self.raw, "transcript", None)
+        if read is None:
+            return to_model_messages(await self.raw.messages(self.sid))
+        return self._model_memo.convert(await read(self.sid))
 
     async def replace_all(self, messages: list[dict[str, Any]]) -> None:
         await self.raw.replace_all(self.sid, messages)

@@ -373,10 +373,10 @@ class TurnRunner:
             for event in withhold_shadowing(tools, self.extension_tools(), owners, chain.turn.request_id):
                 logger.error("session %s: %s: withheld from this turn", self.a.session_id, event.detail)
                 self.a._on_trace(event)
-        history = await self.a.store.transcript()  # read-only, kept decoded between turns
+        history = await self.a.store.model_messages()  # converted only where it changed since the last turn
         ctx = TurnContext(
             system=await self.system(),
-            messages=to_model_messages(history),
+            messages=history,
             tools=dict(tools),
             model=await maybe_await(self.a.get_model()),
             continuation=req.continuation,

@@ -139,6 +139,42 @@ def to_model_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _fresh(message: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a kept model message a turn may change freely (its tool calls and their functions copied too)."""
+    out = message.copy()
+    calls = out.get("tool_calls")
+    if calls:
+        out["tool_calls"] = [{**call, "function": dict(call["function"])} for call in calls]
+    return out
+
+
+class ModelMessageMemo:
+    """`to_model_messages` for a transcript of READ-ONLY dicts (MessageStore.transcript), converting only what changed.
+
+    The transcript cache hands a turn the same dict objects as the turn before, plus the new ones; each message's
+    conversion is kept while the same object comes back (the memo holds it, so its id cannot be reused) and dropped
+    once it no longer does. A turn gets copies of the kept messages, never the kept ones: a hook or litellm may
+    change what it was given. Only for dicts nobody changes in place; a store without read-only transcripts goes
+    through `to_model_messages`.
+    """
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+
+    def convert(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        kept = self._kept
+        now: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+        out: list[dict[str, Any]] = []
+        for m in messages:
+            hit = kept.get(id(m))
+            if hit is None or hit[0] is not m:
+                hit = (m, to_model_messages([m]))
+            now[id(m)] = hit
+            out.extend(_fresh(d) for d in hit[1])
+        self._kept = now
+        return out
+
+
 def pending_tool_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in message.get("parts", []) if is_tool_part(p) and p.get("state") == "input-available"]
 

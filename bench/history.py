@@ -14,17 +14,14 @@ recorded from a real turn on each session) made as a bare `litellm.acompletion` 
 from __future__ import annotations
 
 import asyncio
-import copy
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import litellm
-
 from ._agents import THREE_STEP_TURN, BenchAgent, all_hook_manager
 from ._common import Config, Section, abab, gc_paused, median, pct, rnd
-from .litellm_floor import bare_calls
+from .litellm_floor import bare_calls, record_calls
 
 NAME = "history"
 SESSIONS = 50
@@ -65,19 +62,7 @@ async def _per_turn_ms(cfg: Config, store: Path) -> tuple[float, float, float, f
             return out
 
         async def recorded(agent: BenchAgent) -> list[dict[str, Any]]:
-            calls: list[dict[str, Any]] = []
-            real = litellm.acompletion
-
-            async def recording(**kwargs: Any) -> Any:
-                calls.append(copy.deepcopy(kwargs))
-                return await real(**kwargs)
-
-            litellm.acompletion = recording  # type: ignore[assignment]
-            try:
-                await agent.chat("hello")
-            finally:
-                litellm.acompletion = real  # type: ignore[assignment]
-            return calls
+            return (await record_calls(lambda: agent.chat("hello")))[0]
 
         async def floor(calls: list[dict[str, Any]]) -> list[float]:
             with gc_paused():

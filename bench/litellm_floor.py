@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import litellm
 
@@ -29,11 +30,12 @@ from ._agents import THREE_STEP_TURN, BenchAgent
 from ._common import Config, Section, abab, gc_paused, median, rnd
 
 NAME = "litellm_floor"
+T = TypeVar("T")
 _ids = iter(range(1, 10**9))
 
 
-async def record_turn() -> list[dict[str, Any]]:
-    """The keyword arguments of the turn's model calls, in order."""
+async def record_calls(run: Callable[[], Awaitable[T]]) -> tuple[list[dict[str, Any]], T]:
+    """The keyword arguments of every `litellm.acompletion` call `run()` makes, in order, and what it returned."""
     calls: list[dict[str, Any]] = []
     real = litellm.acompletion
 
@@ -43,10 +45,19 @@ async def record_turn() -> list[dict[str, Any]]:
 
     litellm.acompletion = recording  # type: ignore[assignment]
     try:
-        async with BenchAgent(session_id="floor-record") as agent:
-            result = await agent.chat(THREE_STEP_TURN)
+        return calls, await run()
     finally:
         litellm.acompletion = real  # type: ignore[assignment]
+
+
+async def record_turn() -> list[dict[str, Any]]:
+    """The keyword arguments of the turn's model calls, in order."""
+
+    async def turn() -> Any:
+        async with BenchAgent(session_id="floor-record") as agent:
+            return await agent.chat(THREE_STEP_TURN)
+
+    calls, result = await record_calls(turn)
     if result.status != "completed" or len(calls) != 3:
         raise RuntimeError(f"recording turn: {result.status} with {len(calls)} model calls ({result.error})")
     return calls

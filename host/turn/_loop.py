@@ -195,6 +195,8 @@ class TurnLoop:
                 except StopAsyncIteration:
                     return
                 except TimeoutError:
+                    if not cm.expired():  # the stream's own TimeoutError, not the watchdog's: the model call failed
+                        raise
                     if self.abort.is_set():
                         raise TurnAborted() from None
                     raise ChatStreamStallError(

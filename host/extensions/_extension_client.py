@@ -682,18 +682,8 @@ class ExtensionConnection:
                     self._hold_timer.cancel()
                     self._hold_timer = None
                 self._holding = False
-                ctx = head[1]
-                items = []
-                outbox_pop = outbox.popleft
-                covers = 0
-                while outbox and len(items) < BATCH_MAX:
-                    e = outbox[0]
-                    if e[0] != _OBS or e[1] is not ctx:
-                        break
-                    outbox_pop()
-                    items.append(e[2])
-                    covers = e[3]
-                more = self._more_batches(outbox, BATCH_MAX - len(items)) if self.multi_batch else None
+                (ctx, items, covers), *rest = self._take_runs(outbox, self.multi_batch)
+                more = rest or None  # feature "multi-batch": other turns' runs ride in the same frame
                 n_items = len(items) + (sum(len(b[1]) for b in more) if more else 0)
                 self._obs_count -= n_items
                 if self.streaming:
@@ -752,15 +742,14 @@ class ExtensionConnection:
         await self._write(with_prelude(frame, observation_batch(ctx, items)))
 
     @staticmethod
-    def _more_batches(outbox: deque[Any], room: int) -> list[tuple[bytes, list[bytes], int]] | None:
-        """Feature "multi-batch": the observations queued next (other turns'), popped as (context, items, covers)
-        runs in order, up to `room` items in all; None when the next entry is not an observation."""
+    def _take_runs(outbox: deque[Any], several: bool) -> list[tuple[bytes, list[bytes], int]]:
+        """The observations at the head of the outbox, popped as (context, items, covers) runs of one turn each, in
+        order, up to BATCH_MAX items in all: the first run only, or with `several` (feature "multi-batch") every
+        run queued behind it too."""
         runs: list[tuple[bytes, list[bytes], int]] = []
-        while outbox and room > 0:
-            e = outbox[0]
-            if e[0] != _OBS:
-                break
-            ctx, items, covers = e[1], [], 0
+        room = BATCH_MAX
+        while outbox and room > 0 and outbox[0][0] == _OBS:
+            ctx, items, covers = outbox[0][1], [], 0
             while outbox and room > 0:
                 e = outbox[0]
                 if e[0] != _OBS or e[1] is not ctx:
@@ -770,7 +759,9 @@ class ExtensionConnection:
                 covers = e[3]
                 room -= 1
             runs.append((ctx, items, covers))
-        return runs or None
+            if not several:
+                break
+        return runs
 
     async def _write_observations(self, ctx: bytes, items: list[bytes], covers: int, ack: bool,
                                   more: list[tuple[bytes, list[bytes], int]] | None = None) -> None:

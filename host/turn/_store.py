@@ -454,11 +454,6 @@ class SessionStore:
     async def messages(self) -> list[dict[str, Any]]:
         return await self.raw.messages(self.sid)
 
-    async def transcript(self) -> list[dict[str, Any]]:
-        """The whole transcript as read-only dicts (MessageStore.transcript); a store without it: messages()."""
-        read = getattr(self.raw, "transcript", None)
-        return await (read(self.sid) if read is not None else self.raw.messages(self.sid))
-
     async def model_messages(self) -> list[dict[str, Any]]:
         """The whole transcript as model (chat) messages for a turn, new dicts the caller may change; from read-only
         transcripts only what changed since the last turn is converted (host/turn/_ui_messages.py ModelMessageMemo)."""

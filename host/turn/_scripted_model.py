@@ -256,7 +256,8 @@ def _plan(messages: list[Any], optional_params: dict[str, Any]) -> _Plan:
         text = ""
         plan.tokens = [f"c{i} " for i in range(chunks)]
     elif results and (block is None or not plain):
-        text = "Tool results: " + "; ".join(f"{name} -> {content}" for name, content in results) + "."
+        text = "Tool results: " + "; ".join(f"{name} -> {content}" for name, content in results)
+        text += "" if text.endswith((".", "!", "?")) else "."
     elif plain:
         text = f"echo: {plain}"
     elif block is None:

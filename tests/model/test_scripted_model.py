@@ -147,6 +147,15 @@ async def test_after_last_block_model_answers_naming_each_result() -> None:
     assert finish_of(chunks) == "stop"
 
 
+async def test_answer_adds_no_second_period_after_a_result_that_ends_a_sentence() -> None:
+    messages = after_tools("/tool a {}", [[("a", "{}", None)]])
+    messages[-1]["content"] = "blocked. Ask the user."
+    chunks = await stream(messages, tools=TOOLS)
+    assert text_of(chunks) == "Tool results: a -> blocked. Ask the user."
+    chunks = await stream(after_tools("/tool a {}", [[("a", "{}", 7)]]), tools=TOOLS)
+    assert text_of(chunks) == "Tool results: a -> 7."
+
+
 async def test_tool_calls_work_without_streaming() -> None:
     response = await litellm.acompletion(model=SCRIPTED_MODEL, messages=user("/tool a {}"), tools=TOOLS)
     message = response.choices[0].message

@@ -1,5 +1,5 @@
 """The topology in miniature, on one machine: 3 host processes sharing one PostgreSQL, 2 replicas of a remote
-extension over mutual TLS, 100 sessions x 5 turns spread over the hosts, one host killed with SIGKILL mid-run.
+extension over mutual TLS, 60 sessions x 4 turns spread over the hosts, one host killed with SIGKILL mid-run.
 Every turn completes exactly once, no session ever runs two turns at once, every transcript is intact and in order,
 and every observation of a completed turn reached an extension replica. Prints turns/s and p99 latency; the same
 load on a single SQLite host beside it is the bench entry's job (`python -m bench --only scale_topology`), which keeps
@@ -19,7 +19,7 @@ from topology import drive, start_hosts, stop_hosts, text_of
 from host import PostgresMessageStore
 
 TOKEN = "topology-token"
-SESSIONS, TURNS = 100, 5
+SESSIONS, TURNS = 60, 4
 
 
 def manifest(tmp: Path, replicas: list[Service], pki: Pki) -> Path:

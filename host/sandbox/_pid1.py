@@ -88,14 +88,20 @@ def _die_by(sig: int, _frame: Any) -> None:
 
 def _in_forked_child() -> None:
     """In a child the extension forked (os.fork: no exec): it is not pid 1, so the defaults are right again."""
-    global _status_fd
+    global _status_fd, _lock, _forking, _deferred
     if _status_fd is None:
         return
     _status_fd = None
     _own.clear()
+    _lock = threading.Lock()  # another thread may have held it at the fork
+    _forking = 0
+    _deferred = False
     for sig, handler in _installed.items():
-        if signal.getsignal(sig) is handler:
-            signal.signal(sig, signal.SIG_DFL)
+        try:
+            if signal.getsignal(sig) is handler:
+                signal.signal(sig, signal.SIG_DFL)
+        except ValueError:  # not the main thread (cannot happen after a fork; never fail the child over it)
+            pass
 
 
 # ---------------------------------------------------------------- orphans

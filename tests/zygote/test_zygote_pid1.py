@@ -122,3 +122,17 @@ async def test_hookwire_zygote_pid1_0_keeps_an_init_above_the_extension(
         assert (await collect(proc))[0] == 0
     finally:
         await zygote.close()
+
+
+async def test_glibcs_cached_thread_id_is_the_extensions_own(zygote: Zygote, dirs: Dirs) -> None:
+    """A raw clone skips glibc's fork, which has the kernel write the child's tid into the thread descriptor: the
+    zygote's clone does it too (CLONE_CHILD_SETTID), else pthread calls on the main thread act on a stale tid."""
+    require("pid_namespace")
+    code, out, err = await run_script(zygote, dirs, """
+        import ctypes, os
+        libc = ctypes.CDLL(None)
+        libc.pthread_self.restype = ctypes.c_void_p
+        # glibc passes the cached tid to sched_setparam: ESRCH (3) for a stale one
+        print(os.getpid(), libc.pthread_setschedprio(ctypes.c_void_p(libc.pthread_self()), 0))
+    """)
+    assert (code, out.split()) == (0, ["1", "0"]), err

@@ -236,8 +236,8 @@ def process_tree(pid: int) -> list[int]:
 
 
 def extension_rss_mb(pid: int) -> float:
-    """VmRSS of the extension itself: the deepest process under the pid the host sees (the sandbox puts a waiter and
-    a pid-1 init above it; without the sandbox it is the pid itself)."""
+    """VmRSS of the extension itself: the deepest process under the pid the host sees (for a launcher-started command
+    the sandbox puts a waiter and a pid-1 init above it; a zygote-forked Python extension is the pid itself)."""
     return rss_mb(process_tree(pid)[-1])
 
 

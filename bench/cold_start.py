@@ -1,11 +1,12 @@
 """Cold start: spawn to ready (`load()` returns: handshake + Describe + Connect stream open), for one extension
 and for five in parallel (`load_all`), with the default sandbox mode and, alternated, with sandbox "off"
 (extra figures). Idle RSS: VmRSS of a loaded extension process
-(the deepest process of its tree: the sandbox adds a pid-1 init, and a waiter for launcher-started commands) after it settles; extra: the PSS of
+(the deepest process of its tree: a zygote-forked Python extension is pid 1 itself; launcher-started commands get
+a waiter and a pid-1 init above it) after it settles; extra: the PSS of
 the whole tree, which counts the sandbox's own processes.
 Also: the import cost of the extension process (`import extension_sdk` over a bare interpreter), and the CPU one
 start costs (extra `cold_start_cpu_ms_per_start*`): the host's own CPU during `load_all` of five, plus everything
-the zygote and its children (init, extension) used from fork to exit, per extension. On a shared, loaded
+the zygote and its children (the extensions, and their spares) used from clone to exit, per extension. On a shared, loaded
 machine wall times swing with the neighbours' load; CPU per start does much less.
 """
 

@@ -770,17 +770,91 @@ def clone_into_namespaces(flags: int) -> int:
     """clone(2) with `flags` and no new stack (fork-like): the child's pid in the parent, 0 in the child.
 
     A raw clone skips glibc's and Python's fork bookkeeping. That is safe for this child because the caller is
-    single-threaded (no lock can be held by another thread) and the child only runs init's code: it never starts
-    a thread, and the extension it forks goes through glibc's fork (which resets the cached thread id) and then
-    `after_fork_child` (Python's own after-fork work)."""
+    single-threaded (no lock can be held by another thread). glibc caches each thread's id in its thread
+    descriptor; its fork has the kernel write the child's (CLONE_CHILD_SETTID), and so does this clone once
+    `find_tid_field` has found where it lives -- then the child may become the extension itself (pid 1, PID1),
+    start threads and take pthread mutexes. Without it the child only runs init's code, and the extension is
+    forked from it by glibc's fork. Python's own after-fork work is `after_fork_child`."""
     number = _CLONE.get(platform.machine())
     if number is None:
         raise OSError(errno.ENOSYS, f"no clone syscall number for {platform.machine()!r}")
-    pid = int(_libc.syscall(ctypes.c_long(number), ctypes.c_ulong(flags | _SIGCHLD), None, None, None, None))
+    ctid = None
+    if _TID_ADDR is not None:
+        flags |= CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID
+        ctid = ctypes.c_void_p(_TID_ADDR)
+    # x86_64: clone(flags, stack, parent_tid, child_tid, tls); aarch64: clone(flags, stack, parent_tid, tls, child_tid)
+    args = (None, ctid, None) if platform.machine() == "x86_64" else (None, None, ctid)
+    pid = int(_libc.syscall(ctypes.c_long(number), ctypes.c_ulong(flags | _SIGCHLD), None, *args, None))
     if pid < 0:
         err = ctypes.get_errno()
         raise OSError(err, f"clone: {os.strerror(err)}")
     return pid
+
+
+CLONE_CHILD_SETTID = 0x01000000
+CLONE_CHILD_CLEARTID = 0x00200000
+_TID_ADDR: int | None = None  # &THREAD_SELF->tid of this (single-threaded) process, once found
+_TID_SCAN = 1024  # bytes of the thread descriptor searched (glibc's tid field sits at ~0x2d0 on x86_64)
+
+
+def find_tid_field() -> int | None:
+    """Where glibc keeps this thread's cached id: the offset in the thread descriptor (`pthread_self()`) that
+    glibc's own fork rewrites with the child's pid. Found once, with a throwaway fork: the one offset holding this
+    process's tid before the fork and the child's pid in the child. Sets the address `clone_into_namespaces`
+    passes as CLONE_CHILD_SETTID; None (and nothing set) when there is not exactly one such offset."""
+    global _TID_ADDR
+    _libc.pthread_self.restype = ctypes.c_void_p
+    base = _libc.pthread_self()
+    if not base:
+        return None
+    words = len(ctypes.string_at(base, _TID_SCAN)) // 4
+    ours = (ctypes.c_int32 * words).from_address(base)
+    tid = threading_native_id()
+    before = [i for i in range(words) if ours[i] == tid]
+    r, w = os.pipe()
+    pid = _fork_for_scan()
+    if pid == 0:
+        try:
+            child = os.getpid()
+            found = [i for i in before if ours[i] == child]
+            os.write(w, json.dumps(found).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 4096):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    try:
+        found = json.loads(data)
+    except ValueError:
+        return None
+    if len(found) != 1:
+        return None
+    _TID_ADDR = base + 4 * int(found[0])
+    return 4 * int(found[0])
+
+
+def threading_native_id() -> int:
+    import threading
+
+    return threading.get_native_id()
+
+
+def _fork_for_scan() -> int:
+    pid = int(_libc.fork())
+    if pid < 0:
+        raise OSError(ctypes.get_errno(), "fork")
+    return pid
+
+
+def enable_pid1() -> bool:
+    """Make cloned Python extensions pid 1 of their namespace (no init process) when the cached thread id can be
+    kept right (`find_tid_field`). The zygote calls this once, single-threaded, before it clones anything."""
+    global PID1
+    PID1 = _TID_ADDR is not None or find_tid_field() is not None
+    return PID1
 
 
 def after_fork_child() -> None:
@@ -882,7 +956,46 @@ def contain_cloned(spec: dict[str, Any], outer_pid: int, status_w: int, life_r: 
             pass  # the host's reaper removes it once its pid is gone
     if spec.get("no_new_privs"):
         set_no_new_privs()  # init too: nothing in the tree may gain privileges
+    if PID1 and not spec.get("egress"):
+        _become_pid1(spec, status_w, life_r)  # the extension is pid 1 itself: no init process
+        return
     _init_and_fork(spec, status_w, life_r, load_relay() if spec.get("egress") else None)
+
+
+# ---------------------------------------------------------------- the extension as pid 1 of its namespace
+#
+# With PID1 set (the zygote found glibc's cached thread id, so a raw clone can keep it right: `find_tid_field`),
+# a cloned child does not fork an extension from an init: it IS the extension, pid 1 of its pid namespace. It
+# builds its private root, drops every capability and goes on into the remaining layers and the extension's
+# code. Its pid-1 duties (reaping orphaned grandchildren, the signals the kernel would otherwise drop) are
+# host/sandbox/_pid1.py's, installed by the zygote child before the extension's code runs. When it exits the
+# kernel kills everything left in the namespace, as it did when init exited. An egress relay needs an init to
+# run it: those specs keep the init.
+
+PID1 = False  # set by the zygote (`enable_pid1`)
+#: In the extension that is pid 1: where it reports "killed by signal N" (a pid 1 can't die by a signal it sends
+#: itself; host/sandbox/_pid1.py writes the wait status here, the zygote reads it when it reaps the process).
+PID1_STATUS_FD: int | None = None
+
+
+def _become_pid1(spec: dict[str, Any], status_w: int, life_r: int) -> None:
+    """In the cloned child: the private root (or a fresh /proc), every capability dropped; returns as the
+    extension (pid 1). Raises SandboxError."""
+    import select
+
+    global PID1_STATUS_FD
+    _die_with_parent(None)
+    if select.select([life_r], [], [], 0)[0]:  # the zygote died before our prctl: nobody to serve
+        os._exit(EXIT_SANDBOX_FAILED)
+    fs = spec.get("fs")
+    if fs is not None:
+        mount_root(fs, os.getcwd())
+    elif spec.get("pid_namespace"):
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.close(life_r)
+    drop_capabilities()
+    PID1_STATUS_FD = status_w
 
 
 # ---------------------------------------------------------------- probe and main

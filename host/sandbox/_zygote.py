@@ -40,6 +40,7 @@ log = logging.getLogger("hookwire.extensions")
 ZYGOTE_MAIN: Path = Path(__file__).resolve().with_name("_zygote_main.py")
 LAUNCHER: Path = Path(__file__).resolve().with_name("_launcher.py")
 _ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "TZ")  # what the manager passes to every extension, too
+_ZYGOTE_SWITCHES = ("HOOKWIRE_ZYGOTE_PID1",)  # the zygote's own switches (host/sandbox/_zygote_main.py)
 _LOCALE_ENV = ("LANG", "LC_ALL", "LC_CTYPE")  # decide the interpreter's encodings at start-up
 _TITLE_ROOM = 2048  # bytes of argv the forked children can overwrite to show their own command line
 START_TIMEOUT_S = 20.0
@@ -133,7 +134,7 @@ def _spare_fields(spec: dict[str, Any] | None) -> dict[str, Any]:
 
 def _zygote_env() -> dict[str, str]:
     """The zygote's whole environment: nothing secret."""
-    return {k: os.environ[k] for k in _ENV_PASSTHROUGH if k in os.environ}
+    return {k: os.environ[k] for k in (*_ENV_PASSTHROUGH, *_ZYGOTE_SWITCHES) if k in os.environ}
 
 
 class ZygoteProcess:

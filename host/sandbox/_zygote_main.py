@@ -61,6 +61,7 @@ EXIT_SANDBOX_FAILED = 125
 EXIT_SETUP_FAILED = 127
 M_ARENA_MAX = -8
 _SPARES: Any = None  # host/sandbox/_zygote_spares.py, loaded by path in main()
+_PID1: Any = None  # host/sandbox/_pid1.py, loaded by path in main()
 _MAX_CONFIG = 16 * 1024 * 1024
 
 
@@ -254,6 +255,8 @@ def _child(ctrl: socket.socket | None, fds: list[int], wake: tuple[int, ...], la
             os._exit(EXIT_SANDBOX_FAILED)
         if cloned is not None:
             launcher.after_fork_child()  # no os.fork() made this process: Python's after-fork work, here
+        if launcher.PID1_STATUS_FD is not None:  # this process is pid 1 of its namespace (no init)
+            _PID1.install(launcher.PID1_STATUS_FD)
     kind, target = config["kind"], config["target"]
     sys.argv = [str(a) for a in config["argv"]]
     sys.path.insert(0, os.getcwd() if kind == "module" else os.path.dirname(os.path.realpath(target)))
@@ -348,6 +351,8 @@ def _finish_signal(sig: int) -> None:
     try:
         sys.stderr.flush()
     finally:
+        if _PID1 is not None and _PID1.active():
+            _PID1.exit_by_signal(sig)  # pid 1 can't die by a signal it sends itself
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)
@@ -399,8 +404,11 @@ def main() -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     launcher = _load_launcher()
-    global _SPARES
+    global _SPARES, _PID1
     _SPARES = _load("_zygote_spares.py", "_hookwire_zygote_spares")
+    _PID1 = _load("_pid1.py", "_hookwire_pid1")
+    if os.environ.get("HOOKWIRE_ZYGOTE_PID1", "1").strip().lower() not in ("0", "off", "false", "no"):
+        launcher.enable_pid1()  # before any preload: a throwaway fork of a small process finds glibc's tid field
     launcher.load_relay()  # forked children use it without loading it again
     zygote_pid = os.getpid()
     gc.disable()  # no collection while importing: fewer freed holes in the pages the children share

@@ -46,6 +46,7 @@ from ._convert import (
     turn_to_proto,
 )
 from . import _call_tags as call_tags
+from ._chunk_item import chunk_item
 from ._extension_client import ExtensionConnection
 from ._flush_group import FlushOutcome, flush_all
 from ._frames import context_field, observation_item
@@ -344,12 +345,28 @@ class Dispatcher:
             self.tally.add(context, "onChunk")
             self.broadcast(subs, chunk_to_observation(snapshot), context, True)
 
+    def on_chunk_fields(self, type_: str, text: str | None, tool_name: str | None, tool_call_id: str | None,
+                        context: CallContext | None) -> None:
+        """onChunk from the turn's own chunk (trusted fields): no snapshot model, the record encoded directly
+        (host/extensions/_chunk_item.py), the same bytes on the wire."""
+        if subs := self._registry.subscribers("onChunk"):
+            item = chunk_item(type_, text, tool_name, tool_call_id)
+            if item is None:  # a long text or one protobuf refuses: bounded as always
+                snapshot = ChunkSnapshot(type=type_, text=text, tool_name=tool_name, tool_call_id=tool_call_id)
+                item = observation_item(chunk_to_observation(snapshot))
+            self.tally.add(context, "onChunk")
+            self.enqueue(subs, item, context, True)
+
     def broadcast(self, subs: list[ExtensionRuntime], obs: pb.Observation, context: CallContext | None,
                   is_chunk: bool) -> None:
         """Enqueue one observation on every subscriber's connection (never blocks; the per-chunk path).
 
         It is serialized once for all of them, and so is its context (kept while the context stays the same).
         """
+        self.enqueue(subs, observation_item(obs), context, is_chunk)
+
+    def enqueue(self, subs: list[ExtensionRuntime], item: bytes, context: CallContext | None, is_chunk: bool) -> None:
+        """Enqueue one serialized observation record (`_frames.observation_item`) on every subscriber's connection."""
         if context is not self._ctx_of_record:
             key = None if context is None else (context.session_id, context.request_id)
             if key != self._ctx_record_key:
@@ -358,7 +375,6 @@ class Dispatcher:
                 self.ledger.note_context(self._ctx_record, context)
             self._ctx_of_record = context
         ctx = self._ctx_record
-        item = observation_item(obs)
         ledger = self.ledger
         if ledger.any_detached:  # a stalled observer is detached for the rest of the turn (counted)
             subs = [ext for ext in subs if not ledger.skip(ext.name, ctx)]

@@ -46,6 +46,7 @@ from ._convert import (
     turn_to_proto,
 )
 from . import _call_tags as call_tags
+from ._before_turn_waves import wave_from
 from ._chunk_item import chunk_item
 from ._extension_client import ExtensionConnection
 from ._flush_group import FlushOutcome, flush_all
@@ -207,7 +208,8 @@ def fail_decision(ext: ExtensionRuntime, tool: str, outcome: str, detail: str, m
 
 async def merge_before_turn(subs: Sequence[ExtensionRuntime], snapshot: TurnSnapshot, context: CallContext | None,
                             deadline: float | None, call: HookCall, trace: Tracer) -> MergedTurnPatch:
-    """beforeTurn on each subscriber in load order; each sees the system prompt and tools set before it."""
+    """beforeTurn on each subscriber in load order; each sees the system prompt and tools set before it. Those whose
+    answers cannot change that input for the next ones are asked together (host/extensions/_before_turn_waves.py)."""
     merged: dict[str, Any] = {}
     provenance: dict[str, str] = {}
     denied: list[TurnConfigDenial] = []
@@ -215,15 +217,25 @@ async def merge_before_turn(subs: Sequence[ExtensionRuntime], snapshot: TurnSnap
     tool_names = list(snapshot.tool_names)
     ctx = context_to_proto(context)
     provider = provider_of(snapshot.model_id)
-    for ext in list(subs):
-        if ext.state != "running":
+    subs = list(subs)
+    early: dict[str, Reply | Failure] = {}  # answers of a wave's later members (host/extensions/_before_turn_waves.py)
+    for i, ext in enumerate(subs):
+        answer = early.pop(ext.name, None)
+        if answer is None and ext.state != "running":
             state = ext.state
             log.warning("extension %r beforeTurn skipped: extension is %s", ext.name, state)
             trace("beforeTurn", ext.name, "skipped", detail=f"extension is {state}", context=context,
                   reason=reason_of_state(state), mode=ext.manifest.hook_mode("beforeTurn"))
             continue
-        req = pb.BeforeTurnRequest(context=ctx, snapshot=turn_to_proto(snapshot, system, tool_names))
-        answer = await call(ext, "beforeTurn", pb.HostFrame(before_turn=req), context, deadline)
+        if answer is None:  # ext opens a wave: it, and the ones after it that see the same input, asked at once
+            wave = wave_from(subs, i)
+            snap = turn_to_proto(snapshot, system, tool_names)
+            asked = [(e, pb.HostFrame(before_turn=pb.BeforeTurnRequest(context=ctx, snapshot=snap))) for e in wave]
+            if len(asked) == 1:
+                answer = await call(ext, "beforeTurn", asked[0][1], context, deadline)
+            else:
+                answer, *rest = await asyncio.gather(*(call(e, "beforeTurn", f, context, deadline) for e, f in asked))
+                early = {e.name: a for e, a in zip(wave[1:], rest)}
         mode = ext.manifest.hook_mode("beforeTurn")
         if isinstance(answer, Failure):
             trace.hook_failed(ext.name, "beforeTurn", answer.outcome, answer.detail, answer.ms, context, answer.reason,

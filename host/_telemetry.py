@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import NoOpTracer, Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ._logging import turn_scope
@@ -52,6 +52,21 @@ _op_duration = _meter.create_histogram("gen_ai.client.operation.duration", unit=
                                        description="GenAI operation duration")
 _token_usage = _meter.create_histogram("gen_ai.client.token.usage", unit="{token}",
                                        description="Measures number of input and output tokens used")
+
+
+
+def _spans_on() -> bool:
+    """Whether `_tracer` makes spans at all: False for the API's no-op (no SDK, no global provider yet), checked the
+    way the API's proxy decides on each call. Anything unknown counts as on (the full path then runs)."""
+    tracer = _tracer
+    return type(getattr(tracer, "_tracer", tracer)) is not NoOpTracer
+
+
+def _metrics_on(instrument: object) -> bool:
+    """Whether a hook instrument records: False for the API's proxy instrument before any meter provider is set (its
+    `add`/`record` would do nothing). Anything unknown (an SDK instrument) counts as on."""
+    return getattr(instrument, "_real_instrument", instrument) is not None
+
 
 # The hook span opened by `hook_span` in this task, closed by the first trace event of that call (`hook_event`).
 _open_hook: contextvars.ContextVar[tuple[Span, str, str, float] | None] = contextvars.ContextVar(
@@ -157,8 +172,12 @@ class ToolSpan:
 def open_hook_span(extension: str, hook: str) -> tuple[str, str]:
     """Start `hookwire.hook {hook}` for one awaited call to `extension`; its (traceparent, tracestate) for the frame.
 
-    The span stays open until the call's first trace event (`hook_event`) or `close_hook_span`."""
-    close_hook_span("superseded")
+    The span stays open until the call's first trace event (`hook_event`) or `close_hook_span`. With no tracer
+    configured, nothing is made: one check (issue 16, otel_off)."""
+    if _open_hook.get() is not None:
+        close_hook_span("superseded")
+    if not _spans_on():
+        return "", ""
     span = _tracer.start_span(f"hookwire.hook {hook}", kind=SpanKind.CLIENT,
                               attributes={"hookwire.hook": hook, "hookwire.extension": extension})
     if not span.is_recording():
@@ -186,20 +205,23 @@ def hook_event(hook: str, extension: str, outcome: str, latency_ms: float, detai
                mode: str = "enforce") -> None:
     """A trace event of the extension host: metrics, and the outcome of the hook span it belongs to.
 
-    A shadow hook's outcome (what it would have done; nothing was applied) carries `hookwire.mode: shadow`."""
-    attrs = {"hookwire.extension": extension, "hookwire.hook": hook, "hookwire.outcome": outcome}
-    if mode != "enforce":
-        attrs["hookwire.mode"] = mode
+    A shadow hook's outcome (what it would have done; nothing was applied) carries `hookwire.mode: shadow`.
+    With OpenTelemetry off (no SDK: no span open, the instruments no-ops) it returns after two checks."""
     if hook == "lifecycle":
         if detail.endswith("; restarting"):
             _restarts.add(1, {"hookwire.extension": extension})
         elif detail.endswith("; quarantined"):
             _quarantines.add(1, {"hookwire.extension": extension})
         return
+    opened = _open_hook.get()
+    if opened is None and not _metrics_on(_hook_outcomes):
+        return
+    attrs = {"hookwire.extension": extension, "hookwire.hook": hook, "hookwire.outcome": outcome}
+    if mode != "enforce":
+        attrs["hookwire.mode"] = mode
     _hook_outcomes.add(1, attrs)
     if latency_ms:
         _hook_duration.record(latency_ms, attrs)
-    opened = _open_hook.get()
     if opened is not None and opened[1] == extension and opened[2] == hook:
         span = opened[0]
         if outcome in ("error", "timeout", "failed_closed"):

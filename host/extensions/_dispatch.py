@@ -46,6 +46,8 @@ from ._convert import (
     turn_to_proto,
 )
 from . import _call_tags as call_tags
+from ._before_turn_waves import wave_from
+from ._chunk_item import chunk_item
 from ._extension_client import ExtensionConnection
 from ._flush_group import FlushOutcome, flush_all
 from ._frames import context_field, observation_item
@@ -206,7 +208,8 @@ def fail_decision(ext: ExtensionRuntime, tool: str, outcome: str, detail: str, m
 
 async def merge_before_turn(subs: Sequence[ExtensionRuntime], snapshot: TurnSnapshot, context: CallContext | None,
                             deadline: float | None, call: HookCall, trace: Tracer) -> MergedTurnPatch:
-    """beforeTurn on each subscriber in load order; each sees the system prompt and tools set before it."""
+    """beforeTurn on each subscriber in load order; each sees the system prompt and tools set before it. Those whose
+    answers cannot change that input for the next ones are asked together (host/extensions/_before_turn_waves.py)."""
     merged: dict[str, Any] = {}
     provenance: dict[str, str] = {}
     denied: list[TurnConfigDenial] = []
@@ -214,15 +217,25 @@ async def merge_before_turn(subs: Sequence[ExtensionRuntime], snapshot: TurnSnap
     tool_names = list(snapshot.tool_names)
     ctx = context_to_proto(context)
     provider = provider_of(snapshot.model_id)
-    for ext in list(subs):
-        if ext.state != "running":
+    subs = list(subs)
+    early: dict[str, Reply | Failure] = {}  # answers of a wave's later members (host/extensions/_before_turn_waves.py)
+    for i, ext in enumerate(subs):
+        answer = early.pop(ext.name, None)
+        if answer is None and ext.state != "running":
             state = ext.state
             log.warning("extension %r beforeTurn skipped: extension is %s", ext.name, state)
             trace("beforeTurn", ext.name, "skipped", detail=f"extension is {state}", context=context,
                   reason=reason_of_state(state), mode=ext.manifest.hook_mode("beforeTurn"))
             continue
-        req = pb.BeforeTurnRequest(context=ctx, snapshot=turn_to_proto(snapshot, system, tool_names))
-        answer = await call(ext, "beforeTurn", pb.HostFrame(before_turn=req), context, deadline)
+        if answer is None:  # ext opens a wave: it, and the ones after it that see the same input, asked at once
+            wave = wave_from(subs, i)
+            snap = turn_to_proto(snapshot, system, tool_names)
+            asked = [(e, pb.HostFrame(before_turn=pb.BeforeTurnRequest(context=ctx, snapshot=snap))) for e in wave]
+            if len(asked) == 1:
+                answer = await call(ext, "beforeTurn", asked[0][1], context, deadline)
+            else:
+                answer, *rest = await asyncio.gather(*(call(e, "beforeTurn", f, context, deadline) for e, f in asked))
+                early = {e.name: a for e, a in zip(wave[1:], rest)}
         mode = ext.manifest.hook_mode("beforeTurn")
         if isinstance(answer, Failure):
             trace.hook_failed(ext.name, "beforeTurn", answer.outcome, answer.detail, answer.ms, context, answer.reason,
@@ -344,12 +357,28 @@ class Dispatcher:
             self.tally.add(context, "onChunk")
             self.broadcast(subs, chunk_to_observation(snapshot), context, True)
 
+    def on_chunk_fields(self, type_: str, text: str | None, tool_name: str | None, tool_call_id: str | None,
+                        context: CallContext | None) -> None:
+        """onChunk from the turn's own chunk (trusted fields): no snapshot model, the record encoded directly
+        (host/extensions/_chunk_item.py), the same bytes on the wire."""
+        if subs := self._registry.subscribers("onChunk"):
+            item = chunk_item(type_, text, tool_name, tool_call_id)
+            if item is None:  # a long text or one protobuf refuses: bounded as always
+                snapshot = ChunkSnapshot(type=type_, text=text, tool_name=tool_name, tool_call_id=tool_call_id)
+                item = observation_item(chunk_to_observation(snapshot))
+            self.tally.add(context, "onChunk")
+            self.enqueue(subs, item, context, True)
+
     def broadcast(self, subs: list[ExtensionRuntime], obs: pb.Observation, context: CallContext | None,
                   is_chunk: bool) -> None:
         """Enqueue one observation on every subscriber's connection (never blocks; the per-chunk path).
 
         It is serialized once for all of them, and so is its context (kept while the context stays the same).
         """
+        self.enqueue(subs, observation_item(obs), context, is_chunk)
+
+    def enqueue(self, subs: list[ExtensionRuntime], item: bytes, context: CallContext | None, is_chunk: bool) -> None:
+        """Enqueue one serialized observation record (`_frames.observation_item`) on every subscriber's connection."""
         if context is not self._ctx_of_record:
             key = None if context is None else (context.session_id, context.request_id)
             if key != self._ctx_record_key:
@@ -358,7 +387,6 @@ class Dispatcher:
                 self.ledger.note_context(self._ctx_record, context)
             self._ctx_of_record = context
         ctx = self._ctx_record
-        item = observation_item(obs)
         ledger = self.ledger
         if ledger.any_detached:  # a stalled observer is detached for the rest of the turn (counted)
             subs = [ext for ext in subs if not ledger.skip(ext.name, ctx)]

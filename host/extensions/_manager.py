@@ -287,6 +287,11 @@ class ExtensionManager:
             context = as_context(context)
         self._dispatch.on_chunk(snapshot, context)
 
+    def on_chunk_fields(self, type_: str, text: str | None, tool_name: str | None, tool_call_id: str | None,
+                        context: CallContext | None) -> None:
+        """`on_chunk` for the host's own turn loop: the chunk's fields as they are (trusted), no snapshot model."""
+        self._dispatch.on_chunk_fields(type_, text, tool_name, tool_call_id, context)
+
     def send_observations(self) -> None:
         """Start delivering every queued observation now, without waiting (a later `flush()` waits for the acks).
 

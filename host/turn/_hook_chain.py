@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..extensions._snapshots import (
     CallContext,
-    ChunkSnapshot,
     StepSnapshot,
     ToolCallSnapshot,
     ToolResultSnapshot,
@@ -211,6 +210,5 @@ class HookChain:
     async def on_chunk(self, ctx: ChunkContext) -> None:
         await maybe_await(self.a.on_chunk(ctx))
         if self.m is not None and self.turn.chunk_subscribed:
-            c = ctx.chunk
-            self.m.on_chunk(ChunkSnapshot(type=c.type, text=c.text, tool_name=c.tool_name, tool_call_id=c.tool_call_id),
-                            self.turn.context)
+            c = ctx.chunk  # the per-chunk path: no snapshot model (host/extensions/_chunk_item.py)
+            self.m.on_chunk_fields(c.type, c.text, c.tool_name, c.tool_call_id, self.turn.context)

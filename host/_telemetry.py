@@ -54,7 +54,6 @@ _token_usage = _meter.create_histogram("gen_ai.client.token.usage", unit="{token
                                        description="Measures number of input and output tokens used")
 
 
-
 def _spans_on() -> bool:
     """Whether `_tracer` makes spans at all: False for the API's no-op (no SDK, no global provider yet), checked the
     way the API's proxy decides on each call. Anything unknown counts as on (the full path then runs)."""

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from .._errors import StoreError, StoreVersionError
 from . import _journal_sql
-from ._journal import JournalDraft, JournalRow
+from ._journal import DraftFields, JournalDraft, JournalRow
 from . import _transcript_cache
 from ._transcript_cache import TranscriptCache
 from ._ui_messages import ModelMessageMemo, to_model_messages
@@ -420,7 +420,8 @@ class MessageStore:
 
     # ------------------------------------------------------------------ the decision journal
 
-    async def append_journal(self, session_id: str, drafts: list[tuple[JournalDraft, str | None]]) -> None:
+    async def append_journal(self, session_id: str,
+                             drafts: list[tuple[JournalDraft | DraftFields, str | None]]) -> None:
         """Append entries (with their kept snapshots) at the end of the session's hash chain (host/turn/_journal.py)."""
         await self._write(lambda conn: _journal_sql.sqlite_append(conn, session_id, drafts))
 

@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._errors import StoreError, StoreVersionError
-from . import _journal_sql
+from . import _journal_sql, _transcript_cache
 from ._journal import DraftFields, JournalDraft, JournalRow
-from . import _transcript_cache
 from ._transcript_cache import TranscriptCache
 from ._ui_messages import ModelMessageMemo, to_model_messages
 

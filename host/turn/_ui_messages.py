@@ -159,8 +159,9 @@ class ModelMessageMemo:
     """
 
     def __init__(self) -> None:
-        self._ui: list[dict[str, Any]] = []  # the transcript converted last (the same objects; holding them keeps
-        self._ends: list[int] = []  # their ids from being reused); _ends[i]: len(_flat) after _ui[i]'s messages
+        # the transcript converted last: the same objects (held, so an identity cannot be reused by a new dict)
+        self._ui: list[dict[str, Any]] = []
+        self._ends: list[int] = []  # _ends[i]: len(_flat) after _ui[i]'s model messages
         self._flat: list[dict[str, Any]] = []  # the model messages of _ui, in order (never handed out)
         self._nested: list[int] = []  # positions in _flat of the messages that have tool calls (ascending)
 

@@ -31,6 +31,7 @@ from ..extensions._snapshots import (
     TurnSnapshot,
 )
 from ..extensions._turn_config_policy import MAP_FIELDS, TurnConfigDenial
+from ._hook_messages import for_hook
 from ._plan import coerce, turn_deadline
 from ._session import maybe_await
 from ._tools import Tool, as_tool
@@ -138,10 +139,12 @@ class HookChain:
             self.turn.deny(self.turn.provenance.get(path, ""), path, reason)
 
     async def before_step(self, ctx: PrepareStepContext) -> StepConfig | None:
-        return coerce(StepConfig, await maybe_await(self.a.before_step(ctx)), "before_step")
+        return coerce(StepConfig, await maybe_await(self.a.before_step(for_hook(self.a, "before_step", ctx))),
+                      "before_step")
 
     async def decide(self, ctx: ToolCallContext, tool: Tool) -> ToolCallDecision:
-        decision = coerce(ToolCallDecision, await maybe_await(self.a.before_tool_call(ctx)), "before_tool_call")
+        decision = coerce(ToolCallDecision, await maybe_await(self.a.before_tool_call(
+            for_hook(self.a, "before_tool_call", ctx))), "before_tool_call")
         decision = decision or ToolCallDecision()
         if self.m is None:
             return decision
@@ -182,7 +185,7 @@ class HookChain:
                 await asyncio.gather(*pending, return_exceptions=True)
 
     async def after_tool_call(self, ctx: ToolCallResultContext) -> None:
-        await maybe_await(self.a.after_tool_call(ctx))
+        await maybe_await(self.a.after_tool_call(for_hook(self.a, "after_tool_call", ctx)))
         if self.m is not None:
             self.m.after_tool_call(
                 ToolResultSnapshot(

@@ -71,9 +71,18 @@ class JournalEntry(JournalDraft):
     hash: str = ""
 
 
-def seal(draft: JournalDraft, seq: int, prev_hash: str) -> tuple[str, str]:
+#: A draft as the journal writer makes it: every JournalDraft field, by name (our own values: no model built).
+DraftFields = dict[str, Any]
+
+
+def draft_fields(draft: JournalDraft | DraftFields) -> DraftFields:
+    """A draft's fields by name, whichever form it comes in."""
+    return draft if isinstance(draft, dict) else draft.__dict__
+
+
+def seal(draft: JournalDraft | DraftFields, seq: int, prev_hash: str) -> tuple[str, str]:
     """(hash, canonical JSON text) of the entry at `seq` after `prev_hash`: what is stored and hashed."""
-    body = dict(draft.__dict__)
+    body = dict(draft_fields(draft))
     body["seq"], body["prev_hash"] = seq, prev_hash
     text = canonical_json(body)
     return sha256_text(text), text

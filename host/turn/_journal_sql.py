@@ -11,7 +11,7 @@ import sqlite3
 import time
 from typing import Any
 
-from ._journal import GENESIS, JournalDraft, JournalRow, seal
+from ._journal import GENESIS, DraftFields, JournalDraft, JournalRow, draft_fields, seal
 
 SQLITE_DDL = """
 CREATE TABLE IF NOT EXISTS journal (
@@ -52,7 +52,7 @@ _COLUMNS = "session_id, seq, request_id, submission_id, hook, extension, entry, 
 
 
 def _rows(session_id: str, last: tuple[int, str] | None,
-          drafts: list[tuple[JournalDraft, str | None]]) -> list[tuple[Any, ...]]:
+          drafts: list[tuple[JournalDraft | DraftFields, str | None]]) -> list[tuple[Any, ...]]:
     seq, prev = last if last is not None else (0, GENESIS)
     now = time.time()
     out = []
@@ -60,12 +60,14 @@ def _rows(session_id: str, last: tuple[int, str] | None,
         seq += 1
         digest, text = seal(draft, seq, prev)
         prev = digest
-        out.append((session_id, seq, draft.request_id, draft.submission_id, draft.hook, draft.extension, text, snapshot,
+        f = draft_fields(draft)
+        out.append((session_id, seq, f["request_id"], f["submission_id"], f["hook"], f["extension"], text, snapshot,
                     digest, now))
     return out
 
 
-def sqlite_append(conn: sqlite3.Connection, session_id: str, drafts: list[tuple[JournalDraft, str | None]]) -> None:
+def sqlite_append(conn: sqlite3.Connection, session_id: str,
+                  drafts: list[tuple[JournalDraft | DraftFields, str | None]]) -> None:
     row = conn.execute("SELECT seq, hash FROM journal WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
                        (session_id,)).fetchone()
     conn.executemany(f"INSERT INTO journal ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -88,7 +90,7 @@ def sqlite_read(conn: sqlite3.Connection, session_id: str | None,
     return [JournalRow(session_id=s, seq=q, entry=e, hash=h, snapshot=p) for s, q, e, h, p in rows]
 
 
-async def pg_append(conn: Any, session_id: str, drafts: list[tuple[JournalDraft, str | None]]) -> None:
+async def pg_append(conn: Any, session_id: str, drafts: list[tuple[JournalDraft | DraftFields, str | None]]) -> None:
     await conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (PG_JOURNAL_LOCK, session_id))
     row = await (await conn.execute(
         "SELECT seq, hash FROM hookwire_journal WHERE session_id = %s ORDER BY seq DESC LIMIT 1",

@@ -3,7 +3,12 @@
 `attach(agent)` (at start) gives the agent's session a `SessionJournal` as the extension manager's journal sink
 (host/extensions/_journal_tap.py). Records are converted and written by one background task per session, so the
 hook path never waits for the store; `flush(agent)` (at the end of each turn) waits until the turn's entries are
-stored. A store write that fails is logged with the session and the entries are lost (the turn goes on).
+stored. A store write that fails is logged with the session and the entries are lost (the turn goes on). The task
+gathers records until none came for QUIET_S (a turn's beforeTurn subscribers answer one after another, a call's
+deciders at once), at most GATHER_S after the first of a batch, and writes them in one transaction — a turn with 5
+deciders and 2 tool calls took 8 transactions, each ~0.2 ms of fixed CPU, and takes 3; the batch is written while the
+turn goes on to its tool and next step, so the turn's flush seldom waits. A flush writes at once: an entry is stored
+at most GATHER_S (plus the write) after its hook answered, and always by the end of its turn.
 
 A resumed durable submission (`expect_submission`) reuses the verdicts journaled by its earlier attempts: a
 beforeToolCall decider of the same name and version, shown the same snapshot (the call id aside: a re-run may
@@ -18,26 +23,25 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from google.protobuf.json_format import MessageToDict
-
 from extension_sdk.proto import extension_pb2 as pb
 
 from ..extensions._convert import camel, decision_from_proto, patch_from_proto
 from ..extensions._journal_tap import HookRecord, Reused
-from ._journal import JournalDraft, JournalEntry, bounded_value, sha256_text, snapshot_text
+from ._journal import DraftFields, JournalEntry, bounded_value, sha256_text
+from ._journal_memo import AnswerOutcomes, SnapshotDigests, snapshot_dict
 
 if TYPE_CHECKING:
     from ._agent import Agent
 
 logger = logging.getLogger("hookwire.agent")
 
+#: the journal's task writes the records gathered once none came for QUIET_S, or GATHER_S after the first of them
+#: (a flush cuts it short)
+QUIET_S = 0.002
+GATHER_S = 0.02
+
 MAX_REASON = 1000  # characters of an extension's reason or error text kept in an entry
 REUSABLE = ("allow", "block", "substitute")
-
-
-def snapshot_dict(snapshot: Any) -> dict[str, Any]:
-    """A snapshot message as the journal keeps it: protobuf's JSON mapping (camelCase), defaults left out."""
-    return MessageToDict(snapshot)
 
 
 def match_key(snapshot: dict[str, Any]) -> str:
@@ -122,11 +126,17 @@ class SessionJournal:
         self._task: asyncio.Task[None] | None = None
         self._submissions: dict[str, str] = {}  # request id -> the durable submission it runs
         self._reuse: dict[str, asyncio.Task[dict[tuple[str, str, str], Reused]]] = {}
+        self._snapshots = SnapshotDigests()  # one digest per distinct snapshot (every decider of a call got it)
+        self._outcomes = AnswerOutcomes(outcome_of)  # one normalization per distinct answer
+        self._hurry = 0  # flushes waiting: write at once
+        self._last = 0.0  # loop time of the last record
+        self._wake: asyncio.Future[None] | None = None  # the gathering's wait, while it waits
 
     # -- the sink ------------------------------------------------------------------------------------------
 
     def record(self, record: HookRecord) -> None:
         self._pending.append((record, time.time()))
+        self._last = asyncio.get_running_loop().time()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._drain())
 
@@ -147,8 +157,13 @@ class SessionJournal:
 
     async def flush(self) -> None:
         """Wait until every record so far is stored (or its write failed and was logged)."""
-        while self._task is not None and not self._task.done():
-            await asyncio.shield(self._task)
+        self._hurry += 1
+        try:
+            _wake(self._wake)
+            while self._task is not None and not self._task.done():
+                await asyncio.shield(self._task)
+        finally:
+            self._hurry -= 1
 
     def end_request(self, request_id: str) -> None:
         self._submissions.pop(request_id, None)
@@ -156,24 +171,40 @@ class SessionJournal:
 
     # -- internals -----------------------------------------------------------------------------------------
 
-    def _draft(self, record: HookRecord, at: float) -> tuple[JournalDraft, str | None]:
-        snap = snapshot_dict(record.snapshot)
-        sha, kept = snapshot_text(snap)
-        outcome, decision, reason = outcome_of(record.hook, record.answer)
+    def _draft(self, record: HookRecord, at: float) -> tuple[DraftFields, str | None]:
+        snap = self._snapshots.of(record.snapshot)
+        outcome, decision, reason = self._outcomes.of(record.hook, record.answer)
         ctx = record.context
-        draft = JournalDraft.model_construct(  # our own values: not validated again on the way to the store
-            session_id=ctx.session_id, request_id=ctx.request_id,
-            submission_id=self._submissions.get(ctx.request_id, ""),
-            call_id=str(snap.get("toolCallId", "")) if record.hook == "beforeToolCall" else "",
-            extension=record.extension, extension_version=record.extension_version, hook=record.hook,
-            mode=record.mode, phase=record.phase, snapshot_sha256=sha, outcome=outcome, decision=decision,
-            reason=reason, latency_ms=round(float(record.answer.ms), 3), at=round(at, 6),
-            reused_from=record.reused_from,
-        )
-        return draft, kept
+        draft: DraftFields = {  # every JournalDraft field: our own values, no model built on the way to the store
+            "session_id": ctx.session_id, "request_id": ctx.request_id,
+            "submission_id": self._submissions.get(ctx.request_id, ""),
+            "call_id": str(snap.fields.get("toolCallId", "")) if record.hook == "beforeToolCall" else "",
+            "extension": record.extension, "extension_version": record.extension_version, "hook": record.hook,
+            "mode": record.mode, "phase": record.phase, "snapshot_sha256": snap.sha256, "outcome": outcome,
+            "decision": decision, "reason": reason, "latency_ms": round(float(record.answer.ms), 3),
+            "at": round(at, 6), "reused_from": record.reused_from,
+        }
+        return draft, snap.kept
+
+    async def _gather(self) -> None:
+        """Let more records come until none came for QUIET_S (at most GATHER_S), unless a flush is waiting."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + GATHER_S
+        while not self._hurry:
+            at = min(until, self._last + QUIET_S)
+            if loop.time() >= at:
+                return
+            self._wake = wake = loop.create_future()
+            timer = loop.call_at(at, _wake, wake)
+            try:
+                await wake
+            finally:
+                timer.cancel()
+                self._wake = None
 
     async def _drain(self) -> None:
         while self._pending:
+            await self._gather()
             batch, self._pending = self._pending, []
             drafts = []
             for record, at in batch:
@@ -206,6 +237,11 @@ class SessionJournal:
             verdicts.setdefault(key, Reused(frame=frame, seq=entry.seq if entry.reused_from is None
                                             else entry.reused_from))
         return verdicts
+
+
+def _wake(future: asyncio.Future[None] | None) -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
 
 
 # -- the Agent's few calls ---------------------------------------------------------------------------------

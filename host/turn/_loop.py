@@ -25,6 +25,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from .. import _telemetry as telemetry  # noqa: E402
 from .._errors import ChatStreamStallError  # noqa: E402
 from ._chat_errors import TurnAborted  # noqa: E402
+from ._hook_messages import copied, sharing  # noqa: E402
 from ._litellm_work import quiet_context, quiet_flag  # noqa: E402
 from ._session import maybe_await  # noqa: E402
 from ._tools import Tool, ToolInputError  # noqa: E402
@@ -307,9 +308,8 @@ class TurnLoop:
 
     async def _step(self, step_number: int) -> bool:
         plan = self.plan
-        prep = PrepareStepContext(
-            steps=list(self.steps), step_number=step_number, model=plan.model, messages=list(self.messages)
-        )
+        prep = sharing(PrepareStepContext(steps=list(self.steps), step_number=step_number, model=plan.model),
+                       self.messages)
         step_cfg = await self.hooks.before_step(prep) or StepConfig()
         request = self._request(step_cfg)
         active = step_cfg.active_tools if step_cfg.active_tools is not None else plan.active_tools
@@ -449,11 +449,11 @@ class TurnLoop:
                       error: str) -> tuple[Tool | None, Any, str | None]:
         """TurnConfig.repair_tool_call gets one try at a failing call; its fix is checked like the model's call."""
         names = [n for n in self.plan.tools if active is None or n in active]
-        ctx = ToolCallRepairContext(
+        ctx = copied(ToolCallRepairContext(
             tool_call_id=call.id, tool_name=call.name, input=call.arguments, error=error,
-            tools={n: self.plan.tools[n].parameters for n in names}, messages=list(self.messages),
+            tools={n: self.plan.tools[n].parameters for n in names},
             system=self.plan.system if isinstance(self.plan.system, str) else "",
-        )
+        ), self.messages)
         try:
             fixed = await maybe_await(self.plan.repair_tool_call(ctx))  # type: ignore[misc]
         except Exception:
@@ -499,15 +499,14 @@ class TurnLoop:
     async def _run_tool(
         self, call: _PendingCall, value: Any, tool: Tool, step_number: int, part: dict[str, Any]
     ) -> ToolResultRecord:
-        ctx = ToolCallContext(
+        ctx = sharing(ToolCallContext(
             tool_call_id=call.id,
             tool_name=call.name,
             input=value,
             dynamic=tool.dynamic or None,
             step_number=step_number,
-            messages=list(self.messages),
             abort_signal=self.abort,
-        )
+        ), self.messages)
 
         async def preliminary(output: Any) -> None:
             await self._emit(
@@ -546,18 +545,17 @@ class TurnLoop:
         else:
             part.update(state="output-error", errorText=str(error) or type(error).__name__)
         await self.hooks.after_tool_call(
-            ToolCallResultContext(
+            sharing(ToolCallResultContext(
                 tool_call_id=call.id,
                 tool_name=call.name,
                 input=value,
                 dynamic=tool.dynamic or None,
                 step_number=step_number,
-                messages=list(self.messages),
                 duration_ms=duration_ms,
                 success=success,
                 output=output if success else None,
                 error=error,
-            )
+            ), self.messages)
         )
         return ToolResultRecord(
             tool_call_id=call.id, tool_name=call.name, input=value, output=output if success else None,

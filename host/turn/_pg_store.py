@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from . import _journal_sql
-from ._journal import JournalDraft, JournalRow
+from ._journal import DraftFields, JournalDraft, JournalRow
 from ._store import OPEN_SUBMISSION_STATUSES, StoreError, StoreVersionError, _check_message, strict_json
 
 SCHEMA_VERSION = 2  # 2: the decision journal (host/turn/_journal_sql.py)
@@ -486,7 +486,8 @@ class PostgresMessageStore:
 
     # ------------------------------------------------------------------ the decision journal
 
-    async def append_journal(self, session_id: str, drafts: list[tuple[JournalDraft, str | None]]) -> None:
+    async def append_journal(self, session_id: str,
+                             drafts: list[tuple[JournalDraft | DraftFields, str | None]]) -> None:
         """Append entries (with their kept snapshots) at the end of the session's hash chain (host/turn/_journal.py)."""
         await self._run(lambda conn: _journal_sql.pg_append(conn, session_id, drafts))
 

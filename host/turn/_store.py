@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._errors import StoreError, StoreVersionError
-from . import _journal_sql
-from ._journal import JournalDraft, JournalRow
-from ._transcript_cache import TranscriptCache, signature
+from . import _journal_sql, _transcript_cache
+from ._journal import DraftFields, JournalDraft, JournalRow
+from ._transcript_cache import TranscriptCache
 from ._ui_messages import ModelMessageMemo, to_model_messages
 
 SCHEMA_VERSION = 2  # 2: the decision journal (host/turn/_journal_sql.py)
@@ -161,6 +161,8 @@ class MessageStore:
                         if statement.strip():
                             conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                for statement in _transcript_cache.SQLITE_DDL:  # idempotent, no version bump (see its docstring)
+                    conn.execute(statement)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -202,6 +204,7 @@ class MessageStore:
         msg_id, role, data = _check_message(session_id, message)
 
         def op(conn: sqlite3.Connection) -> None:
+            before = _transcript_cache.version(conn, session_id)
             now = time.time()
             try:
                 conn.execute(
@@ -213,17 +216,18 @@ class MessageStore:
                 raise StoreError(
                     f"message {msg_id!r} already exists in session {session_id!r}; use upsert() to replace it"
                 ) from exc
+            self._transcripts.wrote(conn, session_id, msg_id, data, before)
 
-        await self._write(op)
+        await self._written(session_id, op)
 
     async def upsert(self, session_id: str, message: dict[str, Any]) -> None:
         """Replace the message with the same ``id`` in place (partial -> final), or append it if it is new."""
         msg_id, role, data = _check_message(session_id, message)
 
         def op(conn: sqlite3.Connection) -> None:
-            before = signature(conn, session_id)
+            before = _transcript_cache.version(conn, session_id)
             write(conn)
-            self._transcripts.upserted(conn, session_id, msg_id, data, before)
+            self._transcripts.wrote(conn, session_id, msg_id, data, before)
 
         def write(conn: sqlite3.Connection) -> None:
             now = time.time()
@@ -238,10 +242,15 @@ class MessageStore:
                     (session_id, session_id, msg_id, role, data, now, now),
                 )
 
+        await self._written(session_id, op)
+
+    async def _written(self, session_id: str, op: Callable[[sqlite3.Connection], None]) -> None:
+        """A write that updates the session's cached transcript: a failure (the write, or its COMMIT) drops it."""
         try:
             await self._write(op)
         except BaseException:
-            await self._run(lambda _conn: self._transcripts.drop(session_id))
+            if not self._closed:
+                await self._run(lambda _conn: self._transcripts.drop(session_id))
             raise
 
     async def transcript(self, session_id: str) -> list[dict[str, Any]]:
@@ -410,7 +419,8 @@ class MessageStore:
 
     # ------------------------------------------------------------------ the decision journal
 
-    async def append_journal(self, session_id: str, drafts: list[tuple[JournalDraft, str | None]]) -> None:
+    async def append_journal(self, session_id: str,
+                             drafts: list[tuple[JournalDraft | DraftFields, str | None]]) -> None:
         """Append entries (with their kept snapshots) at the end of the session's hash chain (host/turn/_journal.py)."""
         await self._write(lambda conn: _journal_sql.sqlite_append(conn, session_id, drafts))
 

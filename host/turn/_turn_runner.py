@@ -34,6 +34,7 @@ from . import _journal_writer
 from ._attribution import attribute
 from ._chat_errors import TurnAborted, error_message
 from ._hook_chain import HookChain, TurnRecord
+from ._hook_messages import owned
 from ._loop import TurnLoop, TurnPlan
 from ._plan import HostSettings, plan_turn
 from ._session import maybe_await
@@ -374,14 +375,13 @@ class TurnRunner:
                 logger.error("session %s: %s: withheld from this turn", self.a.session_id, event.detail)
                 self.a._on_trace(event)
         history = await self.a.store.model_messages()  # converted only where it changed since the last turn
-        ctx = TurnContext(
+        ctx = owned(TurnContext(  # the history is the turn's own: not validated message by message
             system=await self.system(),
-            messages=history,
             tools=dict(tools),
             model=await maybe_await(self.a.get_model()),
             continuation=req.continuation,
             body=req.body,
-        )
+        ), history)
         cfg, ext_maps = await chain.before_turn(ctx, tools, req.continuation, req.body)
         stall = self.a.session.chat_stream_stall_timeout_ms
         host = HostSettings(model_options=self.a.model_options, api_base=self.a.api_base, api_key=self.a.api_key,

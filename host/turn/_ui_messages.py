@@ -9,7 +9,9 @@ with state ``input-available`` (a client-side call waiting for its result), ``ou
 
 from __future__ import annotations
 
+import bisect
 import json
+import operator
 import time
 import uuid
 from typing import Any
@@ -139,39 +141,48 @@ def to_model_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _fresh(message: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a kept model message a turn may change freely (its tool calls and their functions copied too)."""
-    out = message.copy()
-    calls = out.get("tool_calls")
-    if calls:
-        out["tool_calls"] = [{**call, "function": dict(call["function"])} for call in calls]
-    return out
+def fresh_tool_calls(message: dict[str, Any]) -> None:
+    """Give a copied model message tool calls of its own (their functions copied too)."""
+    message["tool_calls"] = [{**call, "function": dict(call["function"])} for call in message["tool_calls"]]
 
 
 class ModelMessageMemo:
     """`to_model_messages` for a transcript of READ-ONLY dicts (MessageStore.transcript), converting only what changed.
 
-    The transcript cache hands a turn the same dict objects as the turn before, plus the new ones; each message's
-    conversion is kept while the same object comes back (the memo holds it, so its id cannot be reused) and dropped
-    once it no longer does. A turn gets copies of the kept messages, never the kept ones: a hook or litellm may
-    change what it was given. Only for dicts nobody changes in place; a store without read-only transcripts goes
-    through `to_model_messages`.
+    The transcript cache hands a turn the same dict objects as the turn before, plus the new ones (and a new object
+    where a message was replaced). The memo keeps the transcript it converted last and the model messages it made,
+    in order; a turn converts only the messages after the longest unchanged prefix (found by identity, at C speed),
+    so its Python work does not grow with the history. A turn gets copies of the kept model messages, never the kept
+    ones (a hook or litellm may change what it was given): one C-level `dict.copy` each, plus new lists for the tool
+    calls of the messages that have them. Only for dicts nobody changes in place; a store without read-only
+    transcripts goes through `to_model_messages`.
     """
 
     def __init__(self) -> None:
-        self._kept: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+        # the transcript converted last: the same objects (held, so an identity cannot be reused by a new dict)
+        self._ui: list[dict[str, Any]] = []
+        self._ends: list[int] = []  # _ends[i]: len(_flat) after _ui[i]'s model messages
+        self._flat: list[dict[str, Any]] = []  # the model messages of _ui, in order (never handed out)
+        self._nested: list[int] = []  # positions in _flat of the messages that have tool calls (ascending)
 
     def convert(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        kept = self._kept
-        now: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
-        out: list[dict[str, Any]] = []
-        for m in messages:
-            hit = kept.get(id(m))
-            if hit is None or hit[0] is not m:
-                hit = (m, to_model_messages([m]))
-            now[id(m)] = hit
-            out.extend(_fresh(d) for d in hit[1])
-        self._kept = now
+        ui, flat, nested = self._ui, self._flat, self._nested
+        keep = min(len(ui), len(messages))
+        if not all(map(operator.is_, ui, messages)):  # something before the end changed: find the first change
+            keep = next(i for i, (a, b) in enumerate(zip(ui, messages)) if a is not b)
+        if keep < len(ui):
+            cut = self._ends[keep - 1] if keep else 0
+            del ui[keep:], self._ends[keep:], flat[cut:], nested[bisect.bisect_left(nested, cut):]
+        for m in messages[keep:]:
+            for d in to_model_messages([m]):
+                if d.get("tool_calls"):
+                    nested.append(len(flat))
+                flat.append(d)
+            ui.append(m)
+            self._ends.append(len(flat))
+        out = list(map(dict.copy, flat))
+        for i in nested:
+            fresh_tool_calls(out[i])
         return out
 
 

@@ -43,8 +43,9 @@ def test_a_message_no_longer_in_the_transcript_is_forgotten() -> None:
     memo = ModelMessageMemo()
     transcript = _transcript()
     memo.convert(transcript)
-    memo.convert(transcript[:1])
-    assert [kept for kept, _ in memo._kept.values()] == [transcript[0]]
+    assert memo.convert(transcript[:1]) == to_model_messages(transcript[:1])
+    assert len(memo._ui) == 1 and memo._ui[0] is transcript[0]
+    assert memo._flat == to_model_messages(transcript[:1]) and memo._nested == []
 
 
 def test_an_unchanged_message_is_not_converted_again() -> None:
@@ -53,3 +54,37 @@ def test_an_unchanged_message_is_not_converted_again() -> None:
     memo.convert(transcript)
     transcript[1]["parts"][3]["text"] = "edited in place"  # not allowed for read-only transcripts: shows the reuse
     assert memo.convert(transcript)[-1]["content"] == "5"
+
+
+def _tool_turn(i: int) -> list[dict[str, Any]]:
+    return [
+        {"id": f"u{i}", "role": "user", "parts": [{"type": "text", "text": f"add {i} and 1"}]},
+        {"id": f"a{i}", "role": "assistant", "parts": [
+            {"type": "step-start"},
+            {"type": "tool-add", "toolCallId": f"c{i}", "toolName": "add", "state": "output-available",
+             "input": {"a": i, "b": 1}, "output": i + 1},
+            {"type": "step-start"},
+            {"type": "text", "text": str(i + 1)},
+        ]},
+    ]
+
+
+def test_replaced_removed_and_reordered_messages_convert_like_the_whole_transcript() -> None:
+    memo = ModelMessageMemo()
+    transcript = [m for i in range(6) for m in _tool_turn(i)]
+    steps = [
+        lambda t: t,
+        lambda t: [*t[:5], {**t[5], "parts": [{"type": "text", "text": "replaced"}]}, *t[6:]],  # a new object mid-way
+        lambda t: t[:3] + t[7:],  # messages removed from the middle
+        lambda t: [*t, *_tool_turn(9)],
+        lambda t: list(reversed(t)),
+        lambda t: [],
+        lambda t: _tool_turn(3),
+    ]
+    for step in steps:
+        transcript = step(transcript)
+        got = memo.convert(transcript)
+        assert got == to_model_messages(transcript)
+        for d in got:  # every tool call is the turn's own, never the memo's
+            d.get("tool_calls", [{}])[0].setdefault("function", {})["arguments"] = "changed"
+        assert memo.convert(transcript) == to_model_messages(transcript)

@@ -54,3 +54,40 @@ async def test_lone_surrogates_are_stored_escaped_and_read_back_unchanged(tmp_pa
     async with MessageStore(tmp_path / "s.db") as store:
         await store.upsert("a", msg(0, text="a\udcffb"))
         assert (await store.messages("a"))[0]["content"] == "a\udcffb"
+
+
+async def test_a_row_changed_outside_hookwire_is_seen_by_the_next_transcript(tmp_path: Path) -> None:
+    import sqlite3
+
+    async with MessageStore(tmp_path / "s.db") as store:
+        await store.upsert("a", msg(0))
+        await store.upsert("a", msg(1))
+        assert len(await store.transcript("a")) == 2
+        with sqlite3.connect(tmp_path / "s.db") as conn:  # the sqlite3 shell, or a hookwire without the cache
+            conn.execute("UPDATE messages SET data = ? WHERE id = 'm0'", ('{"id":"m0","role":"user","content":"x"}',))
+        assert [m["content"] for m in await store.transcript("a")] == ["x", "text 1"]
+
+
+async def test_another_processes_writes_to_the_same_session_are_seen(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    db = tmp_path / "s.db"
+    script = (
+        "import asyncio, sys\n"
+        "from host import MessageStore\n"
+        "async def main():\n"
+        "    async with MessageStore(sys.argv[1]) as s:\n"
+        "        await s.upsert('a', {'id': 'm1', 'role': 'assistant', 'content': 'from the other process'})\n"
+        "        await s.upsert('a', {'id': 'm2', 'role': 'user', 'content': 'and one more'})\n"
+        "asyncio.run(main())\n"
+    )
+    async with MessageStore(db) as store:
+        await store.upsert("a", msg(0))
+        await store.upsert("a", msg(1))
+        assert len(await store.transcript("a")) == 2
+        subprocess.run([sys.executable, "-c", script, str(db)], check=True, timeout=60)
+        await store.upsert("a", msg(3))  # this store's own write after theirs: the entry must not be patched
+        got = await store.transcript("a")
+    assert [(m["id"], m["content"]) for m in got] == [("m0", "text 0"), ("m1", "from the other process"),
+                                                       ("m2", "and one more"), ("m3", "text 3")]

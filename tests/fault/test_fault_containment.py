@@ -28,7 +28,6 @@ from fault_helpers import (
     host,
     manifest,
     persisted_and_next_turn_works,
-    process_gone,
     tool_output,
     wait_until,
 )

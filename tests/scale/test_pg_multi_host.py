@@ -5,7 +5,6 @@ one session without losing or duplicating a message. A real PostgreSQL server (t
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys

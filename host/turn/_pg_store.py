@@ -15,6 +15,10 @@ What several host processes on one database get, beyond the SQLite contract:
   transaction, and the final one commits it. Another process asking meanwhile gets False; if the claimer dies, its
   transaction rolls back and the submission is pending again, for any process to claim.
 
+- **a turn reads one row, not the whole session**: the decoded transcript is kept between turns and re-read only when
+  the session's version (bumped by a trigger on every write of its rows, by any host) moved
+  (host/turn/_transcript_cache.py).
+
 Each store has one connection for ordinary calls (serialized by an asyncio lock, like SQLite's single worker), plus
 the lease and claim connections it opens as needed (idle ones are kept for reuse, up to IDLE_LEASE_CONNECTIONS).
 """
@@ -29,9 +33,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from . import _journal_sql
+from . import _journal_sql, _transcript_cache
 from ._journal import DraftFields, JournalDraft, JournalRow
 from ._store import OPEN_SUBMISSION_STATUSES, StoreError, StoreVersionError, _check_message, strict_json
+from ._transcript_cache import TranscriptCache
 
 SCHEMA_VERSION = 2  # 2: the decision journal (host/turn/_journal_sql.py)
 IDLE_LEASE_CONNECTIONS = 16
@@ -124,6 +129,7 @@ class PostgresMessageStore:
         self._idle_leases: list[Any] = []
         self._claims: dict[str, Any] = {}  # submission id -> the connection whose open transaction locks its row
         self._closed = False
+        self._transcripts = TranscriptCache()  # touched only inside `_run` (under self._lock)
 
     def __repr__(self) -> str:
         return f"PostgresMessageStore({redact(self.url)!r})"
@@ -166,6 +172,7 @@ class PostgresMessageStore:
                     for statement in (_SCHEMA + ";" + _journal_sql.PG_DDL).split(";"):
                         if statement.strip():
                             await conn.execute(statement)
+                await self._ensure_transcript_versions(conn)
                 row = await (await conn.execute("SELECT version FROM hookwire_schema")).fetchone()
                 if row is None:
                     await conn.execute("INSERT INTO hookwire_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
@@ -181,6 +188,24 @@ class PostgresMessageStore:
             raise
         self._conn = conn
         return conn
+
+    @staticmethod
+    async def _ensure_transcript_versions(conn: Any) -> None:
+        """The transcript version table and trigger (host/turn/_transcript_cache.py), once per database: no schema
+        version bump (an older hookwire works on a database that has them; its writes fire the trigger too)."""
+        if await (await conn.execute(_transcript_cache.PG_TRIGGER_EXISTS)).fetchone() is not None:
+            return
+        await conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SCHEMA_LOCK,))
+        if await (await conn.execute(_transcript_cache.PG_TRIGGER_EXISTS)).fetchone() is not None:
+            return  # another host made it while this one waited for the lock
+        for statement in _transcript_cache.PG_DDL:
+            await conn.execute(statement)
+
+    @staticmethod
+    async def _version(conn: Any, session_id: str) -> int:
+        """The session's transcript version (0: never written since the trigger exists)."""
+        row = await (await conn.execute(_transcript_cache.PG_VERSION, (session_id,))).fetchone()
+        return 0 if row is None else int(row[0])
 
     @staticmethod
     async def _schema_version(conn: Any) -> int | None:
@@ -224,12 +249,14 @@ class PostgresMessageStore:
                     f"message {msg_id!r} already exists in session {session_id!r}; use upsert() to replace it"
                 )
             now = time.time()
+            before = await self._version(conn, session_id)
             try:
                 await conn.execute(_INSERT_MESSAGE, (session_id, session_id, msg_id, role, data, now, now))
             except psycopg.errors.UniqueViolation as exc:  # pragma: no cover - the session lock prevents it
                 raise StoreError(f"message {msg_id!r} already exists in session {session_id!r}") from exc
+            self._transcripts.wrote_one(session_id, msg_id, data, before, await self._version(conn, session_id))
 
-        await self._run(op)
+        await self._written(session_id, op)
 
     async def upsert(self, session_id: str, message: dict[str, Any]) -> None:
         """Replace the message with the same ``id`` in place (partial -> final), or append it if it is new."""
@@ -238,14 +265,40 @@ class PostgresMessageStore:
         async def op(conn: Any) -> None:
             await self._session_lock(conn, session_id)
             now = time.time()
+            before = await self._version(conn, session_id)
             cur = await conn.execute(
                 "UPDATE hookwire_messages SET role = %s, data = %s, updated_at = %s WHERE session_id = %s AND id = %s",
                 (role, data, now, session_id, msg_id),
             )
             if cur.rowcount == 0:
                 await conn.execute(_INSERT_MESSAGE, (session_id, session_id, msg_id, role, data, now, now))
+            self._transcripts.wrote_one(session_id, msg_id, data, before, await self._version(conn, session_id))
 
-        await self._run(op)
+        await self._written(session_id, op)
+
+    async def _written(self, session_id: str, op: Callable[[Any], Awaitable[None]]) -> None:
+        """A write that updates the session's cached transcript: a failure (the write, or its COMMIT) drops it."""
+        try:
+            await self._run(op)
+        except BaseException:
+            self._transcripts.drop(session_id)
+            raise
+
+    async def transcript(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's whole transcript for a turn: READ-ONLY dicts, kept decoded between turns and re-read only
+        when the session's rows changed (host/turn/_transcript_cache.py: a version the database's trigger bumps on
+        every write, whichever host made it). Use messages() for dicts of your own."""
+
+        async def op(conn: Any) -> list[dict[str, Any]]:
+            current = await self._version(conn, session_id)
+            hit = self._transcripts.cached(session_id, current)
+            if hit is not None:
+                return hit
+            cur = await conn.execute(
+                "SELECT data FROM hookwire_messages WHERE session_id = %s ORDER BY seq", (session_id,))
+            return self._transcripts.fill(session_id, current, [json.loads(row[0]) for row in await cur.fetchall()])
+
+        return await self._run(op)
 
     async def messages(self, session_id: str, limit: int | None = None) -> list[dict[str, Any]]:
         """The session's transcript in order; with ``limit``, only the most recent ``limit`` messages."""

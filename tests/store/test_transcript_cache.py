@@ -91,3 +91,51 @@ async def test_another_processes_writes_to_the_same_session_are_seen(tmp_path: P
         got = await store.transcript("a")
     assert [(m["id"], m["content"]) for m in got] == [("m0", "text 0"), ("m1", "from the other process"),
                                                        ("m2", "and one more"), ("m3", "text 3")]
+
+
+# --------------------------------------------------------------------------- PostgreSQL: the same cache, many hosts
+
+
+def _contents(messages: list[dict]) -> list[tuple[str, str]]:
+    return [(m["id"], m["content"]) for m in messages]
+
+
+async def test_postgres_transcript_keeps_its_own_writes_and_sees_every_other_hosts(postgres: object) -> None:
+    from host import PostgresMessageStore
+
+    url = postgres.new_url()  # type: ignore[attr-defined]
+    async with PostgresMessageStore(url) as mine, PostgresMessageStore(url) as other:
+        await mine.upsert("a", msg(0))
+        await mine.append("a", msg(1))
+        assert _contents(await mine.transcript("a")) == [("m0", "text 0"), ("m1", "text 1")]
+        await mine.upsert("a", msg(2))
+        await mine.upsert("a", msg(0, text="replaced"))
+        assert _contents(await mine.transcript("a")) == [("m0", "replaced"), ("m1", "text 1"), ("m2", "text 2")]
+        await other.upsert("a", msg(1, text="edited elsewhere"))
+        await other.delete_messages("a", ["m0"])
+        assert _contents(await mine.transcript("a")) == [("m1", "edited elsewhere"), ("m2", "text 2")]
+        await other.replace_all("a", [msg("x")])
+        await mine.upsert("a", msg("y"))  # this host's write after theirs: its entry must not be patched
+        assert _contents(await mine.transcript("a")) == [("mx", "text x"), ("my", "text y")]
+        assert _contents(await other.transcript("a")) == [("mx", "text x"), ("my", "text y")]
+
+
+async def test_postgres_transcript_is_served_from_the_cache_until_the_version_moves(postgres: object) -> None:
+    import psycopg
+
+    from host import PostgresMessageStore
+
+    url = postgres.new_url()  # type: ignore[attr-defined]
+    async with PostgresMessageStore(url) as store:
+        await store.upsert("a", msg(0))
+        assert _contents(await store.transcript("a")) == [("m0", "text 0")]
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as raw:
+            # a write that fires no trigger (replica role): the version stays, so the cached transcript is served
+            await raw.execute("SET session_replication_role = replica")
+            await raw.execute("UPDATE hookwire_messages SET data = %s WHERE id = 'm0'",
+                              ('{"id": "m0", "role": "user", "content": "unseen"}',))
+            assert _contents(await store.transcript("a")) == [("m0", "text 0")]
+            await raw.execute("SET session_replication_role = DEFAULT")  # an ordinary write bumps the version
+            await raw.execute("UPDATE hookwire_messages SET data = %s WHERE id = 'm0'",
+                              ('{"id": "m0", "role": "user", "content": "seen"}',))
+        assert _contents(await store.transcript("a")) == [("m0", "seen")]

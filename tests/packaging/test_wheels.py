@@ -3,8 +3,8 @@
 hookwire-sdk (sdk/pyproject.toml) is what an extension author installs: extension_sdk with its test harness and the
 proto/ contract, without the host or litellm. hookwire (pyproject.toml) is the host and depends on it.
 
-Slow but honest: the wheels are built once and one venv is made for the module (the author's, then the host added
-to it); pip may reach the package registry for the dependencies (its cache makes that quick after the first time).
+Slow but honest: the wheels are built once and two venvs are made for the module, at the same time (the author's with
+hookwire-sdk only, the host app's with hookwire); pip may reach the package registry for the dependencies.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import venv
 import zipfile
-from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,7 +69,7 @@ _FAST = ("--no-compile",)
 class Venv:
     root: Path
     python: Path
-    sdk_only_packages: set[str]  # what `pip install hookwire-sdk` brought, before the host was added
+    sdk_only_packages: set[str]  # what pip installed in it (for the author's venv: what hookwire-sdk brings)
 
     def bin(self, name: str) -> str:
         return str(self.root / "bin" / name)
@@ -80,23 +80,36 @@ def _packages(python: Path, cwd: Path) -> set[str]:
     return {p["name"].lower() for p in json.loads(out)}
 
 
-@pytest.fixture(scope="module")
-def author_venv(wheels: Wheels, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Venv]:
-    """A fresh venv (outside the repository) with only hookwire-sdk and pytest installed."""
-    base = tmp_path_factory.mktemp("venv")
-    root = base / "v"
+def _make_venv(root: Path, wheels: list[Path]) -> Venv:
+    """A fresh venv at `root` (outside the repository) with `wheels` and pytest installed by its own pip."""
     venv.EnvBuilder(with_pip=True, clear=True).create(root)
     python = root / "bin" / "python"
-    _run([str(python), "-m", "pip", "install", "-q", *_FAST, str(wheels.sdk), "pytest"], cwd=base)
-    yield Venv(root=root, python=python, sdk_only_packages=_packages(python, base))
+    _run([str(python), "-m", "pip", "install", "-q", *_FAST, *map(str, wheels), "pytest"], cwd=root.parent)
+    return Venv(root=root, python=python, sdk_only_packages=_packages(python, root.parent))
 
 
 @pytest.fixture(scope="module")
-def host_venv(author_venv: Venv, wheels: Wheels) -> Venv:
-    """The same venv with the host wheel added (its dependencies resolved by pip)."""
-    _run([str(author_venv.python), "-m", "pip", "install", "-q", *_FAST, str(wheels.host), str(wheels.sdk)],
-         cwd=author_venv.root.parent)
-    return author_venv
+def venvs(wheels: Wheels, tmp_path_factory: pytest.TempPathFactory) -> tuple[Venv, Venv]:
+    """(the author's venv: hookwire-sdk only; the host app's venv: hookwire, which brings hookwire-sdk), made at the
+    same time: pip is mostly one busy core, and the suite leaves the other idle."""
+    author_root = tmp_path_factory.mktemp("venv") / "author"
+    host_root = tmp_path_factory.mktemp("venv") / "host"
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        author = pool.submit(_make_venv, author_root, [wheels.sdk])
+        host = pool.submit(_make_venv, host_root, [wheels.host, wheels.sdk])
+        return author.result(), host.result()
+
+
+@pytest.fixture(scope="module")
+def author_venv(venvs: tuple[Venv, Venv]) -> Venv:
+    """A fresh venv with only hookwire-sdk and pytest installed."""
+    return venvs[0]
+
+
+@pytest.fixture(scope="module")
+def host_venv(venvs: tuple[Venv, Venv]) -> Venv:
+    """A fresh venv with hookwire installed (its dependencies, hookwire-sdk among them, resolved by pip) and pytest."""
+    return venvs[1]
 
 
 def _names(wheel: Path) -> list[str]:

@@ -821,19 +821,25 @@ def find_tid_field() -> int | None:
         finally:
             os._exit(0)
     os.close(w)
+    found = _child_json(r, pid)
+    if not isinstance(found, list) or len(found) != 1:
+        return None
+    _TID_ADDR = base + 4 * int(found[0])
+    return 4 * int(found[0])
+
+
+def _child_json(r: int, pid: int) -> Any:
+    """What a forked probe child wrote to the pipe `r` (its write end already closed here), decoded; None if it wrote
+    no JSON. Closes `r` and reaps the child."""
     data = b""
-    while chunk := os.read(r, 4096):
+    while chunk := os.read(r, 65536):
         data += chunk
     os.close(r)
     os.waitpid(pid, 0)
     try:
-        found = json.loads(data)
+        return json.loads(data)
     except ValueError:
         return None
-    if len(found) != 1:
-        return None
-    _TID_ADDR = base + 4 * int(found[0])
-    return 4 * int(found[0])
 
 
 def threading_native_id() -> int:
@@ -1046,14 +1052,8 @@ def _probe_containment() -> dict[str, dict[str, Any]]:
         os.write(w, json.dumps(result).encode())
         os._exit(0)
     os.close(w)
-    data = b""
-    while chunk := os.read(r, 65536):
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    try:
-        result = json.loads(data)
-    except ValueError:
+    result = _child_json(r, pid)
+    if not isinstance(result, dict):
         result = {"pid": {"available": False, "detail": "probe child failed"},
                   "fs": {"available": False, "detail": "probe child failed"}}
     return {

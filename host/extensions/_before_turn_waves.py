@@ -33,15 +33,18 @@ def shapes_next(ext: ExtensionRuntime) -> bool:
 
 
 def wave_from(subs: Sequence[ExtensionRuntime], start: int) -> list[ExtensionRuntime]:
-    """The wave `subs[start]` opens (it is running): it, then the running subscribers after it up to and including
-    the first that `shapes_next` — none after it when it shapes the input itself."""
+    """The wave `subs[start]` opens (it is running): it, then the subscribers after it up to and including the first
+    that `shapes_next` — none after it when it shapes the input itself. A subscriber that is not running ends the wave
+    before it: it is skipped when its turn comes, as always, unless it is running again by then — and then it opens a
+    wave of its own, which must not ask again one that this wave already asked."""
     first = subs[start]
     wave = [first]
     if shapes_next(first):
         return wave
     for ext in subs[start + 1:]:
-        if ext.state == "running":  # one that is not is skipped when its turn comes, as always
-            wave.append(ext)
+        if ext.state != "running":
+            break
+        wave.append(ext)
         if shapes_next(ext):
             break
     return wave

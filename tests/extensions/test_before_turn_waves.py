@@ -92,3 +92,19 @@ async def test_a_shadow_extension_does_not_end_a_wave() -> None:
     script = Scripted({"a": pb.TurnConfigPatch(system="would set"), "b": pb.TurnConfigPatch()})
     await run([extension("a", mode="shadow"), extension("b")], script)
     assert (script.most_at_once, script.sent["b"].before_turn.snapshot.system) == (2, "base prompt")
+
+
+async def test_a_subscriber_running_again_mid_wave_opens_its_own_and_nobody_is_asked_twice() -> None:
+    a, b, c = (extension(n, grant=["temperature"]) for n in "abc")
+    b.state = "restarting"
+    asked: list[str] = []
+    script = Scripted({n: pb.TurnConfigPatch() for n in "abc"})
+
+    async def call(ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
+                   deadline: float | None) -> Reply | Failure:
+        asked.append(ext.name)
+        b.state = "running"  # b's restart finishes while the first wave is in flight
+        return await script(ext, hook, frame, context, deadline)
+
+    await run([a, b, c], call)  # type: ignore[arg-type]
+    assert sorted(asked) == ["a", "b", "c"]

@@ -214,16 +214,18 @@ class Launcher:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + m.timeouts.start_ms / 1000
         ext.generation += 1
-        if m.endpoint is not None:
-            credentials, channel_options = endpoint_channel(m, ext.manifest_file)
-            conn = await self._connection(ext, m.endpoint, credentials, channel_options)
-        else:
-            conn = await self._spawn(ext, where)
-        try:
-            desc = await self._describe(ext, conn, where, max(deadline - loop.time(), 0.5))
-        except BaseException:
-            await self._abandon(ext, conn, 0.2)
-            raise
+        # spawn to Describe: the zygote refills no spares meanwhile (their CPU would slow this start down)
+        with self.zygote.busy() if self.zygote is not None and m.endpoint is None else contextlib.nullcontext():
+            if m.endpoint is not None:
+                credentials, channel_options = endpoint_channel(m, ext.manifest_file)
+                conn = await self._connection(ext, m.endpoint, credentials, channel_options)
+            else:
+                conn = await self._spawn(ext, where)
+            try:
+                desc = await self._describe(ext, conn, where, max(deadline - loop.time(), 0.5))
+            except BaseException:
+                await self._abandon(ext, conn, 0.2)
+                raise
         if ext.stopping or self._registry.closed:
             await self._abandon(ext, conn, 0)
             raise ExtensionStartError(f"{where}: the manager was closed while it started", extension=ext.name,

@@ -30,6 +30,7 @@ import select
 import signal
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,6 +50,8 @@ CLOSE_GRACE_S = 1.0  # for the zygote to remove its spares and exit before it is
 DEFAULT_SPARES = 8  # per kind of start (clone flags and cgroup bases): as many as the largest burst of starts
 MAX_SPARES = 32
 UNKNOWN_EXIT = 255  # exit status reported for a child whose zygote died before it (nobody can know it)
+_BUSY = b'{"op": "busy"}'  # host/sandbox/_zygote_main.py compares these bytes
+_IDLE = b'{"op": "idle"}'
 
 
 class ZygoteUnavailable(RuntimeError):
@@ -233,6 +236,7 @@ class Zygote:
         self.broken: str | None = None  # why the zygote is unusable (then every spawn raises ZygoteUnavailable)
         self.info: dict[str, Any] = {}
         self._closing = False
+        self._busy = 0  # starts in flight (`busy`)
 
     @property
     def pid(self) -> int | None:
@@ -278,6 +282,8 @@ class Zygote:
         if info.get("threads") != 1:
             raise ZygoteUnavailable(f"the zygote has {info.get('threads')} threads after its imports; forking it is unsafe")
         log.debug("python zygote %s ready (pre-imported %s)", self._proc.pid, ", ".join(info.get("imported", [])))
+        if self._busy:  # the first starts began before the zygote was up
+            self._tell(_BUSY)
 
     def _readable(self) -> None:
         ctrl = self._ctrl
@@ -345,6 +351,30 @@ class Zygote:
         if self._proc is not None and self._proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self._proc.kill()
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        """Around one extension's start, spawn to ready: while any is in flight the zygote refills no spares (their
+        cloning would take CPU from the starts; host/sandbox/_zygote_spares.py). Tells the zygote when the first
+        start begins and when the last one ends; without it the zygote refills once it has had no request for
+        10 ms."""
+        self._busy += 1
+        if self._busy == 1:
+            self._tell(_BUSY)
+        try:
+            yield
+        finally:
+            self._busy -= 1
+            if self._busy == 0:
+                self._tell(_IDLE)
+
+    def _tell(self, message: bytes) -> None:
+        """A message that needs no answer; dropped when the zygote is not running or its queue is full (then it
+        refills on its own timer)."""
+        if self._ctrl is None or self.broken is not None:
+            return
+        with contextlib.suppress(OSError):  # a socket that failed is reported by `_readable`
+            self._ctrl.send(message)
 
     async def spawn(self, launch: ZygoteLaunch, *, name: str, env: dict[str, str], cwd: Path | str) -> ZygoteProcess:
         """Fork a child running `launch` with exactly `env`, in `cwd`. Raises ZygoteUnavailable."""

@@ -15,6 +15,8 @@ Protocol (one JSON object per datagram):
                   child is cloned straight into: it is then pid 1 of its pid namespace, the extension's init;
                   optional "cgroups" (the cgroup bases the child joins) and "spares" (how many spares it may keep):
                   a request may take a spare, cloned and prepared ahead of it (host/sandbox/_zygote_spares.py)
+                  {"op": "busy"} | {"op": "idle"} (no fds, no reply): the host has starts in flight / has none;
+                  no spare is refilled while it is busy (for at most the spares' REFILL_BUSY_S)
   zygote -> host  {"op": "ready", "pid", "threads", "imported"}   once, after the pre-imports
                   {"op": "spawned", "id", "pid"} | {"op": "failed", "id", "error"}
                   {"op": "exit", "pid", "code"}   code as asyncio reports it (negative: killed by that signal)
@@ -63,6 +65,8 @@ M_ARENA_MAX = -8
 _SPARES: Any = None  # host/sandbox/_zygote_spares.py, loaded by path in main()
 _PID1: Any = None  # host/sandbox/_pid1.py, loaded by path in main()
 _MAX_CONFIG = 16 * 1024 * 1024
+_BUSY = b'{"op": "busy"}'  # host/sandbox/_zygote.py sends exactly these bytes
+_IDLE = b'{"op": "idle"}'
 
 
 def _load_launcher() -> ModuleType:
@@ -442,9 +446,10 @@ def _serve(ctrl: socket.socket, launcher: ModuleType, zygote_pid: int, poller: A
     wake_r, wake_w = wake
     life_r, life_w = life
     while True:
-        refill = spares.wanted()
-        events = dict(poller.poll(None if refill is None else int(_SPARES.REFILL_IDLE_S * 1000)))
+        wait_s = spares.refill_wait_s()
+        events = dict(poller.poll(None if wait_s is None else int(wait_s * 1000)))
         if not events:
+            refill = spares.wanted()
             if refill is not None:  # idle: clone a spare (the child never returns from here)
                 _make_spare(refill, ctrl, launcher, spares, zygote_pid,
                             [life_w, *statuses.values(), *spares.fds(), wake_r, wake_w], life_r)
@@ -468,6 +473,9 @@ def _serve(ctrl: socket.socket, launcher: ModuleType, zygote_pid: int, poller: A
             return  # the host closed the lifeline
         request: Any = {}
         pipes: list[int] = []
+        if not fds and data in (_BUSY, _IDLE):  # the host's starts in flight (`Zygote.busy`): no reply
+            spares.host_busy = data == _BUSY
+            continue
         try:
             request = json.loads(data)
             if request.get("op") != "spawn" or len(fds) != 4:

@@ -14,9 +14,12 @@ the extension's fork): no limit is missing before the extension's code runs, and
 
 Sizing: per (flags, bases), as many spares as the largest burst of requests seen (requests less than BURST_S
 apart), at most the host's `spares` limit (HOOKWIRE_ZYGOTE_SPARES, default 8; 0: none). Spares are refilled
-only once the zygote has had no request for REFILL_IDLE_S, so a burst of requests is served first (the refills'
-CPU still competes with the starts in progress on the same cores). A spare that
-dies is dropped and its cgroups removed; when the zygote stops it kills its spares and removes theirs.
+only once the zygote has had no request for REFILL_IDLE_S, so a burst of requests is served first, and not while
+the host says a start is still in flight (its `busy` and `idle` messages, host/sandbox/_zygote.py `Zygote.busy`):
+a refill's clone, id maps and cgroup joins cost ~2 ms of CPU each, and five of them in the middle of five starts
+competed with those starts for the same two cores. A host that stays busy for REFILL_BUSY_S (a start that
+hangs) gets its spares anyway. A spare that dies is dropped and its cgroups removed; when the zygote stops it
+kills its spares and removes theirs.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import time
 
 BURST_S = 0.1
 REFILL_IDLE_S = 0.01
+REFILL_BUSY_S = 1.0  # the host said "busy" and no request since: refill anyway (a start may hang for seconds)
 SPARE_NAME = "spare"  # the launcher's SPARE_NAME: a spare's groups are <base>/hookwire/spare-<pid>
 
 Key = tuple[int, tuple[str, ...]]  # (clone flags, cgroup bases)
@@ -71,6 +75,15 @@ class SparePool:
         self._burst: dict[Key, tuple[int, float]] = {}  # key -> (requests in the current burst, last request)
         self._failed: set[Key] = set()
         self._taken: dict[int, list[str]] = {}  # pid of a spare a request took -> its spare cgroups
+        self.host_busy = False  # the host has a start in flight (its "busy" message; "idle" ends it)
+        self._last_request = 0.0
+
+    def refill_wait_s(self) -> float | None:
+        """How long to wait for a message before refilling a spare (None: nothing to refill)."""
+        if self.wanted() is None:
+            return None
+        quiet = REFILL_BUSY_S if self.host_busy else REFILL_IDLE_S
+        return max(0.0, quiet - (time.monotonic() - self._last_request)) if self.host_busy else quiet
 
     def __contains__(self, pid: int) -> bool:
         return pid in self._by_pid
@@ -82,6 +95,7 @@ class SparePool:
         """A spawn request for `key`: grow the key's target to the burst it belongs to (at most `limit`)."""
         self.limit = max(0, limit)
         now = time.monotonic()
+        self._last_request = now
         count, last = self._burst.get(key, (0, 0.0))
         count = count + 1 if now - last < BURST_S else 1
         self._burst[key] = (count, now)

@@ -145,6 +145,17 @@ async def test_no_spares_with_hookwire_zygote_spares_0(
     assert _spares(zygote, bases) == set()
 
 
+async def test_no_spare_is_cloned_while_the_host_has_a_start_in_flight_and_one_is_when_it_has_none(
+        zygote: Zygote, dirs: Dirs) -> None:
+    """Five spares cloned in the middle of five starts took CPU from them (issue 10's five-parallel cold start)."""
+    bases = _bases()
+    with zygote.busy():  # the manager holds this from spawn to Describe
+        await _run_one(zygote, dirs)  # a request: the pool's target is one spare from now on
+        await asyncio.sleep(0.3)  # 30x the quiet moment after which an idle zygote refills
+        assert _spares(zygote, bases) == set()
+    await _a_spare(zygote, bases)  # the host has no start in flight: the zygote refills at once
+
+
 CAPS = "print(*(l.split()[1] for l in open('/proc/self/status') if l[:6] in ('CapBnd', 'CapPrm', 'CapEff', 'CapAmb')))\n"
 
 

@@ -97,7 +97,18 @@ def _preload() -> list[str]:
 
 def _warm() -> None:
     """Fill the caches every child would fill on its own: the JSON Schema meta-schema a tool's parameters are
-    checked against (`Extension.tool`)."""
+    checked against (`Extension.tool`), and the `re` cache with the patterns argparse compiles for every parser
+    (the SDK's `serve()` parses its command line; so do most extension scripts): five compiles per child."""
+    try:
+        import argparse
+
+        parser = argparse.ArgumentParser(prog="zygote")
+        parser.add_argument("--value")
+        parser.add_argument("--flag", action="store_true")
+        parser.add_argument("rest", nargs="*")
+        parser.parse_args(["--value", "1", "--flag", "a"])
+    except Exception:  # only makes children slower
+        pass
     try:
         from extension_sdk._schema_check import check_tool_schema
 

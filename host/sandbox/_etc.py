@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ._realpath import real_path
+
 VIEW_NAME = "etc-view"
 
 _synced: dict[str, int] = {}  # view dir -> generation of the system scan it was built from
@@ -26,7 +28,7 @@ def etc_view(shared_dir: Path, generation: int, *, copies: tuple[str, ...], syml
     `copies`: /etc files copied in; `symlinks`: /etc paths recreated as symlinks; `mount_points`: /etc paths
     bind-mounted over the view (an empty dir or file is made for each, so init never writes into the view).
     """
-    view = os.path.join(os.path.realpath(shared_dir), VIEW_NAME)
+    view = os.path.join(real_path(shared_dir), VIEW_NAME)
     if _synced.get(view) == generation and os.path.isdir(view):
         return view
     try:

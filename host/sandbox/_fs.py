@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ._etc import etc_view
+from ._realpath import real_path as _real
 
 # Top-level system directories shown read-only (symlinks such as /bin -> usr/bin are recreated as symlinks).
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/node")
@@ -36,25 +37,6 @@ ETC_ENTRIES = (
 SIDECARS = ("-wal", "-shm", "-journal")
 _MAX_COPY = 256 * 1024
 SYSTEM_VIEW_TTL_S = 30.0  # how long the scan of the system dirs and /etc is reused (it is the same for every start)
-
-
-def _real(path: str | Path) -> str:
-    """os.path.realpath of the absolute path. An existing path is resolved by the kernel (an O_PATH open and
-    the /proc/self/fd link: three system calls, instead of an lstat and a dozen Python calls per component)."""
-    absolute = os.path.abspath(path)  # ".." is lexical first, as realpath(abspath(...)) has it
-    try:
-        fd = os.open(absolute, os.O_PATH | os.O_CLOEXEC)
-    except (OSError, ValueError):
-        return os.path.realpath(absolute)
-    try:
-        real = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        real = ""
-    finally:
-        os.close(fd)
-    if not real.startswith("/") or real.endswith(" (deleted)"):
-        return os.path.realpath(absolute)
-    return real
 
 
 def _under(path: str, root: str) -> bool:

@@ -58,6 +58,7 @@ from .._errors import SandboxUnavailable
 from ..extensions._manifest import Manifest, sanitize_name
 from ._cgroups import CgroupLease
 from ._fs import fs_view
+from ._realpath import real_path
 
 SandboxMode = Literal["off", "auto", "required"]
 
@@ -296,7 +297,7 @@ def plan_launch(
         raise SandboxUnavailable(manifest.name, _EGRESS, reasons[_EGRESS], mode=mode)
     if _EGRESS not in enforced:
         egress = None
-    own_sockets = Path(socket_dir if socket_dir is not None else runtime_dir).resolve()
+    own_sockets = Path(real_path(socket_dir if socket_dir is not None else runtime_dir))
 
     limits = manifest.limits
     process_limit: _ProcessLimitSpec | None = None
@@ -306,7 +307,7 @@ def plan_launch(
     landlock: _LandlockSpec | None = None
     if "landlock_fs" in enforced:
         landlock = _LandlockSpec(
-            writable_dirs=[str(Path(scratch_dir).resolve())],
+            writable_dirs=[real_path(scratch_dir)],
             socket_dirs=[str(own_sockets)],
             writable_files=["/dev/null"],
             scope="landlock_scope" in enforced,
@@ -341,7 +342,7 @@ def plan_launch(
     if spec.egress is not None:
         plan_env.update(egress_env(spec.egress.port))
     if landlock is not None:
-        plan_env["TMPDIR"] = str(Path(scratch_dir).resolve())  # /tmp is not writable in the sandbox
+        plan_env["TMPDIR"] = real_path(scratch_dir)  # /tmp is not writable in the sandbox
     if "rlimits" in enforced:
         # glibc keeps up to 8 x cores thread arenas; two keep a small extension's resident memory small.
         plan_env.setdefault("MALLOC_ARENA_MAX", "2")

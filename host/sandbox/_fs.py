@@ -45,13 +45,15 @@ def _under(path: str, root: str) -> bool:
 
 def _within(path: str, roots: set[str]) -> bool:
     """`_under(path, r)` for some r in `roots` (normalized absolute paths): a walk up path's ancestors."""
-    while True:
+    if path in roots:
+        return True
+    cut = path.rfind("/")
+    while cut > 0:
+        path = path[:cut]
         if path in roots:
             return True
-        parent = os.path.dirname(path)
-        if parent == path:
-            return False
-        path = parent
+        cut = path.rfind("/")
+    return "/" in roots
 
 
 def _with_ancestors(paths: list[str]) -> set[str]:
@@ -215,7 +217,8 @@ def fs_view(
             if _within(c, done) and os.path.lexists(c):
                 deny.append(c)
     etc_mounts = [p for p in ordered if p.startswith("/etc/")]
-    own = [p for p in [*ordered, *rw, *deny, _real(scratch_dir)] if p not in etc_mounts]
+    scratch = _real(scratch_dir)
+    own = [p for p in [*ordered, *rw, *deny, scratch] if p not in etc_mounts]
     view = None
     if shared_dir is not None and not any(_under(p, "/etc") for p in own):
         view = etc_view(shared_dir, _SYSTEM.generation, copies=copies, symlinks=symlinks, mount_points=etc_mounts)
@@ -223,12 +226,12 @@ def fs_view(
         copies = ()
         symlinks = {link: target for link, target in symlinks.items() if not link.startswith("/etc/")}
     return {
-        "stage": _real(scratch_dir),
+        "stage": scratch,
         "etc": view,
         "copy": list(copies),
         "ro": ordered,
         "rw": rw,
         "deny": sorted(set(deny)),
         "symlinks": symlinks,
-        "scratch": {"path": _real(scratch_dir), "size_mb": scratch_mb},
+        "scratch": {"path": scratch, "size_mb": scratch_mb},
     }

@@ -28,6 +28,7 @@ from ._chat_errors import TurnAborted  # noqa: E402
 from ._hook_messages import copied, sharing  # noqa: E402
 from ._litellm_work import quiet_context, quiet_flag  # noqa: E402
 from ._session import maybe_await  # noqa: E402
+from ._stream_fields import stream_field  # noqa: E402
 from ._tools import Tool, ToolInputError  # noqa: E402
 from ._types import (  # noqa: E402
     Chunk,
@@ -359,11 +360,12 @@ class TurnLoop:
         unobserved = self._unobserved
         async for raw in self._chunks(stream, quiet):
             response_id = getattr(raw, "id", "") or response_id
-            if getattr(raw, "usage", None) is not None:
-                usage = _usage(raw.usage)
+            raw_usage = stream_field(raw, "usage")  # deleted from most chunks (host/turn/_stream_fields.py)
+            if raw_usage is not None:
+                usage = _usage(raw_usage)
             for choice in getattr(raw, "choices", None) or []:
                 delta = choice.delta
-                piece = getattr(delta, "reasoning_content", None)
+                piece = stream_field(delta, "reasoning_content")
                 if piece:
                     if not unobserved:
                         out = await self._emit(Chunk(type="reasoning-delta", text=piece))
@@ -372,7 +374,7 @@ class TurnLoop:
                         reasoning += piece
                         if plan.send_reasoning:
                             self._append_text("reasoning", piece)
-                piece = delta.content
+                piece = stream_field(delta, "content")
                 if piece:
                     if not unobserved:
                         out = await self._emit(Chunk(type="text-delta", text=piece))
@@ -380,7 +382,7 @@ class TurnLoop:
                     if piece:
                         text += piece
                         self._append_text("text", piece)
-                for tc in getattr(delta, "tool_calls", None) or []:
+                for tc in stream_field(delta, "tool_calls") or []:
                     index = tc.index if tc.index is not None else len(calls)
                     pending = calls.get(index)
                     if pending is None:

@@ -97,7 +97,7 @@ def _check_message(session_id: str, message: Any) -> tuple[str, str, str]:
 
 
 def _transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
-    """``fn`` in one write transaction (``BEGIN IMMEDIATE``: takes the write lock up front), rolled back if it raises."""
+    """``fn`` in one write transaction (``BEGIN IMMEDIATE``: the write lock up front), rolled back if it raises."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         result = fn(conn)

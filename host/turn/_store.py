@@ -241,12 +241,14 @@ class MessageStore:
             )
         self._transcripts.wrote(conn, session_id, msg_id, data, before)
 
-    async def upsert_then_transcript(self, session_id: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``upsert`` each message in order, each in its own transaction as ``upsert`` does (a failure leaves the
-        ones before it stored), then the session's ``transcript()``: all in one round trip to the store's thread.
-        A turn persists its incoming messages and reads its history right after (host/turn/_turn_runner.py)."""
+    async def upsert_then_transcript(self, session_id: str,
+                                     messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """``upsert`` each message in order, each in its own transaction as ``upsert`` does (a failure raises and
+        leaves the ones before it stored), then the session's ``transcript()``: all in one round trip to the store's
+        thread. A turn persists its incoming messages and reads its history right after (host/turn/_turn_runner.py).
+        None when only the read failed (everything was stored: the caller reads again, and fails there)."""
 
-        def op(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+        def op(conn: sqlite3.Connection) -> list[dict[str, Any]] | None:
             for message in messages:
                 msg_id, role, data = _check_message(session_id, message)
                 try:
@@ -254,7 +256,10 @@ class MessageStore:
                 except BaseException:
                     self._transcripts.drop(session_id)
                     raise
-            return self._transcripts.get(conn, session_id)
+            try:
+                return self._transcripts.get(conn, session_id)
+            except Exception:  # e.g. a row that is not JSON: not a failure to store
+                return None
 
         return await self._run(op)
 
@@ -488,7 +493,8 @@ class SessionStore:
             for message in messages:
                 await self.raw.upsert(self.sid, message)
             return None
-        return list(await both(self.sid, messages))
+        transcript = await both(self.sid, messages)
+        return None if transcript is None else list(transcript)
 
     async def model_messages(self, transcript: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         """The whole transcript as model (chat) messages for a turn, new dicts the caller may change; from read-only

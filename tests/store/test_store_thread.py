@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +95,17 @@ async def test_a_closed_store_refuses_upsert_then_transcript() -> None:
     await store.close()
     with pytest.raises(StoreError, match="closed"):
         await store.upsert_then_transcript("s", [_user("u1", "one")])
+
+
+async def test_upsert_then_transcript_stores_the_messages_even_when_only_the_read_fails(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    async with MessageStore(path) as store:
+        await store.upsert("s", _user("u1", "one"))
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("UPDATE messages SET data = 'not json' WHERE id = 'u1'")  # a row another writer broke
+    raw.close()
+    async with MessageStore(path) as store:
+        assert await store.upsert_then_transcript("s", [_user("u2", "two")]) is None
+    raw = sqlite3.connect(path)
+    assert [row[0] for row in raw.execute("SELECT id FROM messages ORDER BY seq")] == ["u1", "u2"]
+    raw.close()

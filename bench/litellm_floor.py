@@ -12,6 +12,11 @@ subjects, alternated (ABAB):
 `turn_vs_litellm_ratio` = median turn wall ÷ median floor wall. `litellm_call_cpu_ms`: CPU per bare call (all
 threads, the success logging that runs after the stream included), with the host's switches; its `_defaults` twin
 is the same call with litellm's defaults (the figure before the switches).
+
+Extra `litellm_turn_host_cpu_ms` (with its `_min_max` over rounds): the host's own work alone — the same turn with
+`litellm.acompletion` answering each of its three calls by replaying the chunks recorded from the real call (no
+litellm work at all), CPU of the whole process per turn. On a shared machine it moves far less than the ratio, whose
+numerator and denominator are each ~15x larger: it is the figure to steer the host's part by.
 """
 
 from __future__ import annotations
@@ -108,6 +113,56 @@ async def _turn(bookkeeping: bool | None) -> tuple[float, float]:
     return wall, cpu
 
 
+class _Replayed:
+    """One recorded model stream, replayed (the turn loop only iterates it)."""
+
+    def __init__(self, chunks: list[Any]) -> None:
+        self._chunks = chunks
+
+    def __aiter__(self) -> Any:
+        return self._replay()
+
+    async def _replay(self) -> Any:
+        for chunk in self._chunks:
+            yield chunk
+
+
+async def host_only_turns(calls: list[dict[str, Any]], rounds: int, per_round: int) -> list[float]:
+    """CPU ms per turn of the turn with its model calls replayed (recorded chunks, in call order), per round."""
+    recorded = []
+    for kwargs in calls:
+        stream = await litellm.acompletion(**kwargs)
+        recorded.append([chunk async for chunk in stream])
+    await _drain()
+    real = litellm.acompletion
+    served = iter(range(10**9))
+
+    async def replay(**_: Any) -> _Replayed:
+        return _Replayed(recorded[next(served) % len(recorded)])
+
+    litellm.acompletion = replay  # type: ignore[assignment]
+    try:
+        per: list[float] = []
+        for _ in range(rounds + 1):  # the first round warms up
+            agents = [BenchAgent(session_id=f"floor-host-{next(_ids)}") for _ in range(per_round)]
+            for agent in agents:
+                await agent.__aenter__()
+            try:
+                with gc_paused():
+                    c0 = time.process_time()
+                    for agent in agents:
+                        result = await agent.chat(THREE_STEP_TURN)
+                        if result.status != "completed":
+                            raise RuntimeError(f"replayed turn ended {result.status}: {result.error}")
+                    per.append((time.process_time() - c0) * 1000 / per_round)
+            finally:
+                for agent in agents:
+                    await agent.__aexit__(None, None, None)
+        return per[1:]
+    finally:
+        litellm.acompletion = real  # type: ignore[assignment]
+
+
 async def run(cfg: Config) -> Section:
     per_round = cfg.n(8, 1)
     calls = await record_turn()
@@ -153,4 +208,7 @@ async def run(cfg: Config) -> Section:
         "litellm_turn_cpu_ms_0ext": rnd(med(turn, 1) * 1000, 1),
         "litellm_floor_cpu_ms_3_calls": rnd(med(floor, 1) * 1000, 1),
     }
+    host = await host_only_turns(calls, max(2, cfg.ab_rounds), cfg.n(40, 5))
+    out.extra["litellm_turn_host_cpu_ms"] = rnd(median(host), 3)
+    out.extra["litellm_turn_host_cpu_ms_min_max"] = [rnd(min(host), 3), rnd(max(host), 3)]
     return out

@@ -14,6 +14,9 @@ token and the egress proxy released.
 from __future__ import annotations
 
 import asyncio
+# asyncio.to_thread's default executor: imported with this module, not by load_all's first to_thread
+# (host/_cli_cold.py: once host.extensions is imported, load_all imports nothing)
+import concurrent.futures.thread  # noqa: F401
 import contextlib
 import json
 import logging

@@ -210,6 +210,15 @@ class HookChain:
                 self.turn.context,
             )
 
+    def chunks_observed(self) -> bool:
+        """Whether anyone sees this turn's chunks: an ``on_chunk`` of the Agent subclass (or one set on the instance),
+        or an extension that observes onChunk (known once beforeTurn ran). If not, the loop makes no chunks."""
+        from ._agent import Agent
+
+        if getattr(self.a.on_chunk, "__func__", None) is not Agent.on_chunk:
+            return True
+        return self.m is not None and self.turn.chunk_subscribed
+
     async def on_chunk(self, ctx: ChunkContext) -> None:
         await maybe_await(self.a.on_chunk(ctx))
         if self.m is not None and self.turn.chunk_subscribed:

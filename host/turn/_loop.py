@@ -28,6 +28,7 @@ from ._chat_errors import TurnAborted  # noqa: E402
 from ._hook_messages import copied, sharing  # noqa: E402
 from ._litellm_work import quiet_context, quiet_flag  # noqa: E402
 from ._session import maybe_await  # noqa: E402
+from ._stream_fields import stream_field  # noqa: E402
 from ._tools import Tool, ToolInputError  # noqa: E402
 from ._types import (  # noqa: E402
     Chunk,
@@ -57,6 +58,7 @@ class LoopHooks(Protocol):
     async def after_tool_call(self, ctx: ToolCallResultContext) -> None: ...
     async def on_step_finish(self, ctx: StepContext) -> None: ...
     async def on_chunk(self, ctx: ChunkContext) -> None: ...
+    # optional: def chunks_observed(self) -> bool — False: nobody sees the chunks (no on_chunk calls are made)
 
 
 @dataclass
@@ -136,28 +138,55 @@ class TurnLoop:
         self._history_len = len(plan.messages)  # self.messages[:_history_len] is the history; the rest, this turn's
         self._abort_task: asyncio.Task[Any] | None = None
         self._chat: telemetry.ChatSpan | None = None  # the model call in flight (its span)
+        # no transform and no on_chunk listener: the stream's deltas go straight into the message, no Chunk is made
+        observed = getattr(hooks, "chunks_observed", None)
+        self._unobserved = not plan.transforms and observed is not None and not observed()
 
     # ----------------------------------------------------------------------------------------- plumbing
 
     async def _race(self, aw: Any, timeout: float | None, what: str,
                     context: contextvars.Context | None = None) -> Any:
         """Await ``aw`` unless the turn is aborted first or ``timeout`` (stall watchdog) passes. ``context``: the
-        contextvars a coroutine ``aw`` runs in (a model call with litellm's bookkeeping off)."""
+        contextvars a coroutine ``aw`` runs in (a model call with litellm's bookkeeping off). A coroutine runs in a
+        task of its own (its contextvars stay its own), awaited in this task under an `asyncio.timeout` that the
+        turn's abort reschedules to now, as `_chunks` does (no `asyncio.wait`: no waiter, set or done callbacks, one
+        trip round the loop fewer)."""
         task = (asyncio.ensure_future(aw) if context is None
                 else asyncio.get_running_loop().create_task(aw, context=context.copy()))
         assert self._abort_task is not None
-        try:
-            done, _ = await asyncio.wait({task, self._abort_task}, timeout=timeout,
-                                         return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:  # the caller cancelled the turn: stop the model call too
+        loop = asyncio.get_running_loop()
+        waiting: list[asyncio.Timeout] = []
+
+        def on_abort(_: Any) -> None:
+            if waiting:
+                waiting[0].reschedule(loop.time())
+
+        if self._abort_task.done():  # aborted already: don't start waiting
             task.cancel()
-            raise
-        if task in done:
-            return task.result()
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
-        if self._abort_task in done:
+            with contextlib.suppress(BaseException):
+                await task
+            raise TurnAborted()
+        me = asyncio.current_task()
+        cancels = me.cancelling() if me is not None else 0
+        self._abort_task.add_done_callback(on_abort)
+        try:
+            async with asyncio.timeout(timeout) as cm:
+                waiting.append(cm)
+                result = await task  # a cancellation of this task (the caller's, the watchdog's) cancels `task` too
+            if me is not None and me.cancelling() > cancels:  # the caller cancelled, and `task` ignored it
+                raise asyncio.CancelledError()
+            return result
+        except TimeoutError:
+            if not cm.expired():  # `aw`'s own TimeoutError, not the watchdog's
+                raise
+        finally:
+            waiting.clear()
+            self._abort_task.remove_done_callback(on_abort)
+        if not task.done():  # `task` was cancelled with this task's wait; let it finish unwinding
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+        if self.abort.is_set():
             raise TurnAborted()
         raise ChatStreamStallError(
             f"model stream stalled: no chunk for {int((timeout or 0) * 1000)} ms ({what}); "
@@ -212,6 +241,8 @@ class TurnLoop:
             self._abort_task.remove_done_callback(on_abort)
 
     async def _emit(self, chunk: Chunk) -> Chunk | None:
+        if self._unobserved:
+            return chunk
         for transform in self.plan.transforms:
             result = await maybe_await(transform(chunk))
             if result is None:
@@ -326,25 +357,32 @@ class TurnLoop:
         finish_raw: str | None = None
         usage = Usage()
         response_id = ""
+        unobserved = self._unobserved
         async for raw in self._chunks(stream, quiet):
             response_id = getattr(raw, "id", "") or response_id
-            if getattr(raw, "usage", None) is not None:
-                usage = _usage(raw.usage)
+            raw_usage = stream_field(raw, "usage")  # deleted from most chunks (host/turn/_stream_fields.py)
+            if raw_usage is not None:
+                usage = _usage(raw_usage)
             for choice in getattr(raw, "choices", None) or []:
                 delta = choice.delta
-                piece = getattr(delta, "reasoning_content", None)
+                piece = stream_field(delta, "reasoning_content")
                 if piece:
-                    out = await self._emit(Chunk(type="reasoning-delta", text=piece))
-                    if out is not None and out.text:
-                        reasoning += out.text
+                    if not unobserved:
+                        out = await self._emit(Chunk(type="reasoning-delta", text=piece))
+                        piece = out.text if out is not None else None
+                    if piece:
+                        reasoning += piece
                         if plan.send_reasoning:
-                            self._append_text("reasoning", out.text)
-                if delta.content:
-                    out = await self._emit(Chunk(type="text-delta", text=delta.content))
-                    if out is not None and out.text:
-                        text += out.text
-                        self._append_text("text", out.text)
-                for tc in getattr(delta, "tool_calls", None) or []:
+                            self._append_text("reasoning", piece)
+                piece = stream_field(delta, "content")
+                if piece:
+                    if not unobserved:
+                        out = await self._emit(Chunk(type="text-delta", text=piece))
+                        piece = out.text if out is not None else None
+                    if piece:
+                        text += piece
+                        self._append_text("text", piece)
+                for tc in stream_field(delta, "tool_calls") or []:
                     index = tc.index if tc.index is not None else len(calls)
                     pending = calls.get(index)
                     if pending is None:
@@ -354,14 +392,14 @@ class TurnLoop:
                     fn = tc.function
                     if fn is not None and fn.name and not pending.name:
                         pending.name = fn.name
-                        await self._emit(
-                            Chunk(type="tool-input-start", tool_name=pending.name, tool_call_id=pending.id, id=pending.id)
-                        )
+                        if not unobserved:
+                            await self._emit(Chunk(type="tool-input-start", tool_name=pending.name,
+                                                   tool_call_id=pending.id, id=pending.id))
                     if fn is not None and fn.arguments:
                         pending.arguments += fn.arguments
-                        await self._emit(
-                            Chunk(type="tool-input-delta", text=fn.arguments, tool_call_id=pending.id, id=pending.id)
-                        )
+                        if not unobserved:
+                            await self._emit(Chunk(type="tool-input-delta", text=fn.arguments,
+                                                   tool_call_id=pending.id, id=pending.id))
                 if choice.finish_reason:
                     finish_raw = choice.finish_reason
         self._chat = None
@@ -385,9 +423,9 @@ class TurnLoop:
             self.assistant["parts"].append(part)
             parts.append(part)
             results.append(None)
-            await self._emit(
-                Chunk(type="tool-call", tool_name=call.name, tool_call_id=call.id, input=value, dynamic=dynamic or None)
-            )
+            if not self._unobserved:
+                await self._emit(Chunk(type="tool-call", tool_name=call.name, tool_call_id=call.id, input=value,
+                                       dynamic=dynamic or None))
             if error is not None:
                 part.update(state="output-error", errorText=error)
                 results[-1] = ToolResultRecord(
@@ -538,10 +576,9 @@ class TurnLoop:
         duration_ms = (time.perf_counter() - started) * 1000.0
         if success:
             part.update(state="output-available", output=output)
-            await self._emit(
-                Chunk(type="tool-result", tool_name=call.name, tool_call_id=call.id, input=value, output=output,
-                      dynamic=tool.dynamic or None)
-            )
+            if not self._unobserved:
+                await self._emit(Chunk(type="tool-result", tool_name=call.name, tool_call_id=call.id, input=value,
+                                       output=output, dynamic=tool.dynamic or None))
         else:
             part.update(state="output-error", errorText=str(error) or type(error).__name__)
         await self.hooks.after_tool_call(

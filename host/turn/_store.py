@@ -10,19 +10,18 @@ they were appended (``upsert`` of an existing id keeps its place).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .._errors import StoreError, StoreVersionError
 from . import _journal_sql, _transcript_cache
 from ._journal import DraftFields, JournalDraft, JournalRow
+from ._store_thread import StoreThread
 from ._transcript_cache import TranscriptCache
 from ._ui_messages import ModelMessageMemo, to_model_messages
 
@@ -97,6 +96,18 @@ def _check_message(session_id: str, message: Any) -> tuple[str, str, str]:
     return msg_id, role, data
 
 
+def _transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """``fn`` in one write transaction (``BEGIN IMMEDIATE``: the write lock up front), rolled back if it raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
 _OPEN_LOCK = threading.Lock()
 
 
@@ -105,14 +116,14 @@ class MessageStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hookwire-store")
+        self._thread = StoreThread()  # host/turn/_store_thread.py: the one thread that touches the connection
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._transcripts = TranscriptCache()  # touched only in the worker thread
         try:
-            self._executor.submit(self._open).result()
+            self._thread.call(self._open)
         except BaseException:
-            self._executor.shutdown(wait=True)
+            self._thread.stop(wait=True)
             self._closed = True
             raise
 
@@ -180,22 +191,11 @@ class MessageStore:
             assert self._conn is not None
             return fn(self._conn)
 
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        return await self._thread.run(call)
 
     async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` in one write transaction (``BEGIN IMMEDIATE``: takes the write lock up front)."""
-
-        def txn(conn: sqlite3.Connection) -> T:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return result
-
-        return await self._run(txn)
+        return await self._run(lambda conn: _transaction(conn, fn))
 
     # ------------------------------------------------------------------ messages
 
@@ -223,26 +223,45 @@ class MessageStore:
     async def upsert(self, session_id: str, message: dict[str, Any]) -> None:
         """Replace the message with the same ``id`` in place (partial -> final), or append it if it is new."""
         msg_id, role, data = _check_message(session_id, message)
+        await self._written(session_id, lambda conn: self._upsert_row(conn, session_id, msg_id, role, data))
 
-        def op(conn: sqlite3.Connection) -> None:
-            before = _transcript_cache.version(conn, session_id)
-            write(conn)
-            self._transcripts.wrote(conn, session_id, msg_id, data, before)
-
-        def write(conn: sqlite3.Connection) -> None:
-            now = time.time()
-            cur = conn.execute(
-                "UPDATE messages SET role = ?, data = ?, updated_at = ? WHERE session_id = ? AND id = ?",
-                (role, data, now, session_id, msg_id),
+    def _upsert_row(self, conn: sqlite3.Connection, session_id: str, msg_id: str, role: str, data: str) -> None:
+        """upsert's write (inside its transaction, on the worker thread), the cached transcript kept up to date."""
+        before = _transcript_cache.version(conn, session_id)
+        now = time.time()
+        cur = conn.execute(
+            "UPDATE messages SET role = ?, data = ?, updated_at = ? WHERE session_id = ? AND id = ?",
+            (role, data, now, session_id, msg_id),
+        )
+        if cur.rowcount == 0:
+            conn.execute(
+                "INSERT INTO messages (session_id, seq, id, role, data, created_at, updated_at) "
+                "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?), ?, ?, ?, ?, ?)",
+                (session_id, session_id, msg_id, role, data, now, now),
             )
-            if cur.rowcount == 0:
-                conn.execute(
-                    "INSERT INTO messages (session_id, seq, id, role, data, created_at, updated_at) "
-                    "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?), ?, ?, ?, ?, ?)",
-                    (session_id, session_id, msg_id, role, data, now, now),
-                )
+        self._transcripts.wrote(conn, session_id, msg_id, data, before)
 
-        await self._written(session_id, op)
+    async def upsert_then_transcript(self, session_id: str,
+                                     messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """``upsert`` each message in order, each in its own transaction as ``upsert`` does (a failure raises and
+        leaves the ones before it stored), then the session's ``transcript()``: all in one round trip to the store's
+        thread. A turn persists its incoming messages and reads its history right after (host/turn/_turn_runner.py).
+        None when only the read failed (everything was stored: the caller reads again, and fails there)."""
+
+        def op(conn: sqlite3.Connection) -> list[dict[str, Any]] | None:
+            for message in messages:
+                msg_id, role, data = _check_message(session_id, message)
+                try:
+                    _transaction(conn, lambda c: self._upsert_row(c, session_id, msg_id, role, data))
+                except BaseException:
+                    self._transcripts.drop(session_id)
+                    raise
+            try:
+                return self._transcripts.get(conn, session_id)
+            except Exception:  # e.g. a row that is not JSON: not a failure to store
+                return None
+
+        return await self._run(op)
 
     async def _written(self, session_id: str, op: Callable[[sqlite3.Connection], None]) -> None:
         """A write that updates the session's cached transcript: a failure (the write, or its COMMIT) drops it."""
@@ -446,8 +465,10 @@ class MessageStore:
                 self._conn.close()
                 self._conn = None
 
-        await asyncio.get_running_loop().run_in_executor(self._executor, op)
-        self._executor.shutdown(wait=False)
+        try:
+            await self._thread.run(op)
+        finally:
+            self._thread.stop()
 
 
 class SessionStore:
@@ -464,9 +485,24 @@ class SessionStore:
     async def messages(self) -> list[dict[str, Any]]:
         return await self.raw.messages(self.sid)
 
-    async def model_messages(self) -> list[dict[str, Any]]:
+    async def persist_incoming(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """Upsert a turn's incoming messages in order; with a store that can, the session's transcript (read-only
+        dicts, as ``transcript()``) read right after them in the same round trip to its thread, else None."""
+        both = getattr(self.raw, "upsert_then_transcript", None)
+        if both is None or not messages:
+            for message in messages:
+                await self.raw.upsert(self.sid, message)
+            return None
+        transcript = await both(self.sid, messages)
+        return None if transcript is None else list(transcript)
+
+    async def model_messages(self, transcript: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         """The whole transcript as model (chat) messages for a turn, new dicts the caller may change; from read-only
-        transcripts only what changed since the last turn is converted (host/turn/_ui_messages.py ModelMessageMemo)."""
+        transcripts only what changed since the last turn is converted (host/turn/_ui_messages.py ModelMessageMemo).
+        ``transcript``: the read-only transcript ``persist_incoming`` returned, when nothing wrote since (not read
+        again)."""
+        if transcript is not None:
+            return self._model_memo.convert(transcript)
         read = getattr(self.raw, "transcript", None)
         if read is None:
             return to_model_messages(await self.raw.messages(self.sid))

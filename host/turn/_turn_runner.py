@@ -135,16 +135,19 @@ class TurnRunner:
 
     async def execute(self, req: TurnRequest, chain: HookChain) -> ChatResponseResult:
         rid = req.request_id
+        # the transcript as the incoming messages were stored (read in the same store round trip), for the first
+        # prepare below; None when it must be read there (nothing came in, a compaction wrote, another attempt)
+        stored: list[dict[str, Any]] | None = None
         try:
             if req.messages_fn is not None:
                 await self.apply_messages_fn(req)
             else:
-                for message in req.messages:
-                    await self.a.store.upsert(message)
+                stored = await self.a.store.persist_incoming(req.messages)
         except Exception as exc:
             return await self.fail(exc, "persist", rid=rid, persisted=False, assistant=None,
                                     continuation=req.continuation)
-        await self.maybe_compact_proactively()
+        if await self.maybe_compact_proactively():
+            stored = None
         attempts = 0
         recoveries = 0
         while True:
@@ -152,12 +155,13 @@ class TurnRunner:
             if req.abort.is_set():
                 return await self.aborted(req, assistant)
             try:
-                plan = await self.prepare(req, chain)
+                plan = await self.prepare(req, chain, stored)
             except asyncio.CancelledError:
                 return await self.caller_cancelled(req, assistant)
             except Exception as exc:
                 return await self.fail(exc, "turn", rid=rid, persisted=True, assistant=None,
                                         continuation=req.continuation)
+            stored = None  # a recovery or overflow attempt reads the transcript again
             loop = TurnLoop(plan, chain, assistant, req.abort)
             try:
                 await loop.run()
@@ -330,16 +334,20 @@ class TurnRunner:
         await self.a.store.replace_all(after)
         return True
 
-    async def maybe_compact_proactively(self) -> None:
+    async def maybe_compact_proactively(self) -> bool:
+        """Compact before the turn when the transcript is estimated above compact_after_tokens; True when a
+        compaction ran (it may have written the transcript, even if it then failed)."""
         limit = self.a.session.compact_after_tokens
         if limit is None or self.a.session.compaction is None:
-            return
+            return False
         size = sum(len(json.dumps(m, default=str)) for m in await self.a.store.messages()) // 4
-        if size > limit:
-            try:
-                await self.compact()
-            except Exception:
-                logger.exception("compaction before the turn failed (session %s)", self.a.session_id)
+        if size <= limit:
+            return False
+        try:
+            await self.compact()
+        except Exception:
+            logger.exception("compaction before the turn failed (session %s)", self.a.session_id)
+        return True
 
     # ================================================================================= assembling the turn
 
@@ -363,7 +371,10 @@ class TurnRunner:
             )
         return out
 
-    async def prepare(self, req: TurnRequest, chain: HookChain) -> TurnPlan:
+    async def prepare(self, req: TurnRequest, chain: HookChain,
+                      stored: list[dict[str, Any]] | None = None) -> TurnPlan:
+        """The turn's plan. ``stored``: the session's transcript as it was read right after the turn's incoming
+        messages were stored (None: read it here)."""
         tools: dict[str, Tool] = {}
         if self.a.workspace_root is not None and self.a.workspace_tools:  # Think's built-ins; get_tools() wins
             tools.update(workspace_tools(self.a.workspace_root))
@@ -374,7 +385,7 @@ class TurnRunner:
             for event in withhold_shadowing(tools, self.extension_tools(), owners, chain.turn.request_id):
                 logger.error("session %s: %s: withheld from this turn", self.a.session_id, event.detail)
                 self.a._on_trace(event)
-        history = await self.a.store.model_messages()  # converted only where it changed since the last turn
+        history = await self.a.store.model_messages(stored)  # converted only where it changed since the last turn
         ctx = owned(TurnContext(  # the history is the turn's own: not validated message by message
             system=await self.system(),
             tools=dict(tools),

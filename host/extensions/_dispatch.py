@@ -283,8 +283,6 @@ async def decide_tool_call(deciders: Sequence[ExtensionRuntime], snapshot: ToolC
                            snap: pb.ToolCallSnapshot, context: CallContext | None, deadline: float | None,
                            call: HookCall, trace: Tracer) -> ExtensionDecision | None:
     """beforeToolCall on the deciders in their phases (host/extensions/_phases.py); the decision that stands."""
-    from ._phases import decide_in_phases  # it builds on this module's rules
-
     return await decide_in_phases(deciders, snapshot, snap, context, deadline, call, trace)
 
 
@@ -498,3 +496,7 @@ class Dispatcher:
                 telemetry.observations_dropped(ext.name, dropped - last_dropped)
             self._trace("observe", ext.name, "ok", latency_ms=ms, detail=detail,
                         context=context)
+
+
+# _phases builds on this module's rules (Reply, Failure, fail_decision ...): imported once they exist, not per call
+from ._phases import decide_in_phases  # noqa: E402

@@ -5,7 +5,7 @@ One function per hook kind, like pluggy's `_multicall`; every rule is written he
 - `merge_before_turn` (awaited, merged): subscribers in load order; each reply is screened against the
   extension's `permissions.turnConfig` grant, then merged into the patch — scalars last-wins, headers and
   providerOptions key by key (`merge_patch`) — with provenance naming who set each field.
-- `decide_tool_call` (awaited, decided): subscribers with `decisions` answer in their phases — mutators one
+- `decide_in_phases` (host/extensions/_phases.py; awaited, decided): subscribers with `decisions` answer in their phases — mutators one
   after another, then validators in parallel on the final input (host/extensions/_phases.py); block wins, then
   the first substitute, then allow with the mutated input (`first_by_precedence`). A decider that fails blocks
   when its policy is `failure: closed` (`fail_decision`), else the call goes on (failed open).
@@ -279,13 +279,6 @@ async def merge_before_turn(subs: Sequence[ExtensionRuntime], snapshot: TurnSnap
     return MergedTurnPatch(patch=TurnPatch.model_construct(**merged), provenance=provenance, denied=denied)
 
 
-async def decide_tool_call(deciders: Sequence[ExtensionRuntime], snapshot: ToolCallSnapshot,
-                           snap: pb.ToolCallSnapshot, context: CallContext | None, deadline: float | None,
-                           call: HookCall, trace: Tracer) -> ExtensionDecision | None:
-    """beforeToolCall on the deciders in their phases (host/extensions/_phases.py); the decision that stands."""
-    return await decide_in_phases(deciders, snapshot, snap, context, deadline, call, trace)
-
-
 # -- the dispatcher: routes each hook to its rule; observations and their acks ------------------------------
 
 
@@ -338,7 +331,7 @@ class Dispatcher:
             self.broadcast(observers, pb.Observation(before_tool_call=snap), context, False)
         if not deciders:
             return None
-        return await decide_tool_call(deciders, snapshot, snap, context, deadline, self._call, self._trace)
+        return await decide_in_phases(deciders, snapshot, snap, context, deadline, self._call, self._trace)
 
     def after_tool_call(self, snapshot: ToolResultSnapshot, context: CallContext | None) -> None:
         if subs := self._registry.subscribers("afterToolCall"):

@@ -121,12 +121,13 @@ async def call_hook(ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, conte
     if conn is None or ext.state != "running":
         state = unavailable_state(ext)
         return Failure("error", f"extension is {state}", 0.0, reason_of_state(state))
-    wait = hook_timeout(ext, hook, deadline, asyncio.get_running_loop().time())
+    wait = hook_timeout(ext, hook, deadline, asyncio.get_running_loop().time() if deadline is not None else 0.0)
     if isinstance(wait, Failure):
         return wait
     timeout, note = wait
+    body = frame.WhichOneof("body")
     # CallContext.deadline_unix_ms: when the host stops waiting (absolute, so it survives queueing on the wire)
-    getattr(frame, frame.WhichOneof("body") or "").context.deadline_unix_ms = int((time.time() + timeout) * 1000)
+    getattr(frame, body or "").context.deadline_unix_ms = int((time.time() + timeout) * 1000)
     try:
         if egress is not None:
             with egress.during(ext.name, context):
@@ -139,7 +140,7 @@ async def call_hook(ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, conte
         return Failure("error", str(exc), (time.perf_counter() - t0) * 1000)
     except grpc.aio.AioRpcError as exc:
         return Failure("error", f"RPC failed: {exc.code().name}: {exc.details()}", (time.perf_counter() - t0) * 1000)
-    if reply.WhichOneof("body") != frame.WhichOneof("body"):
+    if reply.WhichOneof("body") != body:
         return Failure("error", f"reply rejected: not a {hook} reply (field body)", (time.perf_counter() - t0) * 1000)
     return Reply(reply, (time.perf_counter() - t0) * 1000)
 
@@ -299,8 +300,16 @@ class Dispatcher:
         self._flush_marks: dict[str, tuple[int, int]] = {}  # extension -> (enqueued, dropped) at its last flush
         self._unhandled_marks: dict[str, tuple[object, int]] = {}  # observations not handled, as of the last flush
 
-    async def _call_hook(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
-                         deadline: float | None) -> Reply | Failure:
+    def _call_hook(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
+                   deadline: float | None) -> Awaitable[Reply | Failure]:
+        if not telemetry.hook_spans_wanted() and not call_tags.recording():
+            # no span to open (OpenTelemetry off) and no log context to keep (text logs): the call itself, without a
+            # coroutine around it (it is on every awaited hook)
+            return call_hook(ext, hook, frame, context, deadline, self._egress)
+        return self._traced_call(ext, hook, frame, context, deadline)
+
+    async def _traced_call(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
+                           deadline: float | None) -> Reply | Failure:
         # the hook's span: its trace context rides in the frame; the call's trace event ends it (host/_telemetry.py)
         parent, state = telemetry.open_hook_span(ext.name, hook)
         ctx = getattr(frame, frame.WhichOneof("body")).context

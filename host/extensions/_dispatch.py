@@ -333,8 +333,10 @@ class Dispatcher:
         if not subs:
             return None
         snap = tool_call_to_proto(snapshot)
-        deciders = [ext for ext in subs if ext.deciders]
-        observers = [ext for ext in subs if not ext.deciders]
+        deciders: list[ExtensionRuntime] = []
+        observers: list[ExtensionRuntime] = []
+        for ext in subs:
+            (deciders if ext.deciders else observers).append(ext)
         if observers:
             self.tally.add(context, "beforeToolCall")
             self.broadcast(observers, pb.Observation(before_tool_call=snap), context, False)

@@ -6,7 +6,9 @@ Unix socket like the extension's, one persistent stream, a frame written and its
 blocks keeps the machine's drift out of the ratio). Whatever is above 1.0 is the host's and the SDK's own work per
 call (dispatch, conversion, trace, the sender and reader tasks, the extension's frame loop). Baseline and subject
 alternate in many short rounds (ABAB) in the same run; p50s are medians over rounds, each spread the min..max over
-rounds.
+rounds. Beside them, the CPU per call of each side over all rounds (extras): the host process (`time.process_time`, its
+gRPC threads included) and the answering process (the extension, or the floor's server; /proc/<pid>/stat) — steadier
+than the wall-clock figures on a loaded machine.
 
     .venv/bin/python -m bench --only hook_floor        (or: .venv/bin/python bench/hook_floor.py [--quick])
 """
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 if not __package__:  # run as a script (`python bench/hook_floor.py`): import the package properly
@@ -26,10 +30,37 @@ import grpc
 from host import ExtensionManager, ToolCallSnapshot
 from extension_sdk.proto import extension_pb2 as pb
 
-from ._common import (EXT_DIR, Config, Section, abab, bench_manifest, line_server, median, pct, python_argv, rnd,
-                      time_calls, workdir)
+from ._common import (EXT_DIR, Config, Section, abab, bench_manifest, ext_cpu_s, gc_paused, line_server, median, pct,
+                      proc_cpu_s, process_tree, python_argv, rnd, time_calls, workdir)
 
 NAME = "hook_floor"
+
+
+class _Cpu:
+    """CPU seconds of this process and of the answering process(es), summed over timed blocks."""
+
+    def __init__(self, peer: Callable[[], float]) -> None:
+        self._peer = peer
+        self.host = self.peer = 0.0
+        self.calls = 0
+
+    async def timed(self, n: int, call: Callable[[], Awaitable[None]]) -> list[float]:
+        """`time_calls`, with the CPU read inside the GC pause (its full collection is not the calls' CPU)."""
+        out: list[float] = []
+        perf = time.perf_counter_ns
+        with gc_paused():
+            h0, p0 = time.process_time(), self._peer()
+            for _ in range(n):
+                t0 = perf()
+                await call()
+                out.append((perf() - t0) / 1000)
+            self.host += time.process_time() - h0
+            self.peer += self._peer() - p0
+        self.calls += n
+        return out
+
+    def per_call_us(self) -> tuple[float, float]:
+        return self.host / self.calls * 1e6, self.peer / self.calls * 1e6
 
 
 async def run(cfg: Config) -> Section:
@@ -49,7 +80,11 @@ async def run(cfg: Config) -> Section:
         async with ExtensionManager(sandbox=cfg.sandbox) as mgr, line_server(
             python_argv(EXT_DIR / "stream_echo_server.py", str(sock)), "ready|"
         ) as ready:
-            await mgr.load(bench_manifest("hookfloor", ["beforeToolCall"], decisions=True))
+            info = await mgr.load(bench_manifest("hookfloor", ["beforeToolCall"], decisions=True))
+            servers = [p for p in process_tree(os.getpid())
+                       if b"stream_echo_server" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            floor_cpu = _Cpu(lambda: sum(proc_cpu_s(p) for p in servers))
+            hook_cpu = _Cpu(lambda: ext_cpu_s([info]))
             async with grpc.aio.insecure_channel(ready.split("|", 1)[1]) as channel:
                 stream = channel.stream_stream(
                     "/bench.Floor/Stream",
@@ -72,10 +107,10 @@ async def run(cfg: Config) -> Section:
                 await time_calls(warmup, hook_call)
 
                 async def a() -> list[float]:
-                    return await time_calls(calls, floor_call)
+                    return await floor_cpu.timed(calls, floor_call)
 
                 async def b() -> list[float]:
-                    return await time_calls(calls, hook_call)
+                    return await hook_cpu.timed(calls, hook_call)
 
                 floor_rounds, hook_rounds = await abab(rounds, a, b)
                 await stream.done_writing()
@@ -93,6 +128,9 @@ async def run(cfg: Config) -> Section:
         "stream_floor_rtt_p50_spread_us": [rnd(min(floor_p50s), 1), rnd(max(floor_p50s), 1)],
         "hook_vs_stream_floor_ratio_spread": [rnd(min(ratios), 3), rnd(max(ratios), 3)],
         "stream_floor_rtt_p99_us": rnd(median([pct(r, 0.99) for r in floor_rounds]), 1),
+        # CPU per call over all rounds: (host process, answering process), µs
+        "floor_cpu_us_per_call_host_server": [rnd(v, 1) for v in floor_cpu.per_call_us()],
+        "hook_cpu_us_per_call_host_extension": [rnd(v, 1) for v in hook_cpu.per_call_us()],
         "hook_floor_load_avg_1m": rnd(os.getloadavg()[0], 2),
         "hook_floor_rounds": rounds,
     }

@@ -168,6 +168,12 @@ class ToolSpan:
         self.span.end()
 
 
+def hook_spans_wanted() -> bool:
+    """Whether `open_hook_span` would do anything here: a tracer that makes spans, or a hook span still open in this
+    context (superseded by the next). False: the awaited hook path skips the span's wrapper entirely."""
+    return _open_hook.get() is not None or _spans_on()
+
+
 def open_hook_span(extension: str, hook: str) -> tuple[str, str]:
     """Start `hookwire.hook {hook}` for one awaited call to `extension`; its (traceparent, tracestate) for the frame.
 

@@ -55,6 +55,11 @@ class InFlight:
 _seq = itertools.count(1)
 
 
+def recording() -> bool:
+    """Whether `during` keeps anything (JSON logs): False with text logs, where a caller may skip it altogether."""
+    return _structured[0]
+
+
 class during:  # noqa: N801 - used as a context manager, like a function
     """One call to `extension` (`hook`: "beforeTurn", "tool:NAME" ...) with its CallContext, while the block runs.
     `process`: the extension's ExtensionProcess (None for an endpoint: no stderr to attribute). A class, not a

@@ -5,7 +5,7 @@ One function per hook kind, like pluggy's `_multicall`; every rule is written he
 - `merge_before_turn` (awaited, merged): subscribers in load order; each reply is screened against the
   extension's `permissions.turnConfig` grant, then merged into the patch — scalars last-wins, headers and
   providerOptions key by key (`merge_patch`) — with provenance naming who set each field.
-- `decide_tool_call` (awaited, decided): subscribers with `decisions` answer in their phases — mutators one
+- `decide_in_phases` (host/extensions/_phases.py; awaited, decided): subscribers with `decisions` answer in their phases — mutators one
   after another, then validators in parallel on the final input (host/extensions/_phases.py); block wins, then
   the first substitute, then allow with the mutated input (`first_by_precedence`). A decider that fails blocks
   when its policy is `failure: closed` (`fail_decision`), else the call goes on (failed open).
@@ -121,12 +121,13 @@ async def call_hook(ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, conte
     if conn is None or ext.state != "running":
         state = unavailable_state(ext)
         return Failure("error", f"extension is {state}", 0.0, reason_of_state(state))
-    wait = hook_timeout(ext, hook, deadline, asyncio.get_running_loop().time())
+    wait = hook_timeout(ext, hook, deadline, asyncio.get_running_loop().time() if deadline is not None else 0.0)
     if isinstance(wait, Failure):
         return wait
     timeout, note = wait
+    body = frame.WhichOneof("body")
     # CallContext.deadline_unix_ms: when the host stops waiting (absolute, so it survives queueing on the wire)
-    getattr(frame, frame.WhichOneof("body") or "").context.deadline_unix_ms = int((time.time() + timeout) * 1000)
+    getattr(frame, body or "").context.deadline_unix_ms = int((time.time() + timeout) * 1000)
     try:
         if egress is not None:
             with egress.during(ext.name, context):
@@ -139,7 +140,7 @@ async def call_hook(ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, conte
         return Failure("error", str(exc), (time.perf_counter() - t0) * 1000)
     except grpc.aio.AioRpcError as exc:
         return Failure("error", f"RPC failed: {exc.code().name}: {exc.details()}", (time.perf_counter() - t0) * 1000)
-    if reply.WhichOneof("body") != frame.WhichOneof("body"):
+    if reply.WhichOneof("body") != body:
         return Failure("error", f"reply rejected: not a {hook} reply (field body)", (time.perf_counter() - t0) * 1000)
     return Reply(reply, (time.perf_counter() - t0) * 1000)
 
@@ -279,15 +280,6 @@ async def merge_before_turn(subs: Sequence[ExtensionRuntime], snapshot: TurnSnap
     return MergedTurnPatch(patch=TurnPatch.model_construct(**merged), provenance=provenance, denied=denied)
 
 
-async def decide_tool_call(deciders: Sequence[ExtensionRuntime], snapshot: ToolCallSnapshot,
-                           snap: pb.ToolCallSnapshot, context: CallContext | None, deadline: float | None,
-                           call: HookCall, trace: Tracer) -> ExtensionDecision | None:
-    """beforeToolCall on the deciders in their phases (host/extensions/_phases.py); the decision that stands."""
-    from ._phases import decide_in_phases  # it builds on this module's rules
-
-    return await decide_in_phases(deciders, snapshot, snap, context, deadline, call, trace)
-
-
 # -- the dispatcher: routes each hook to its rule; observations and their acks ------------------------------
 
 
@@ -308,8 +300,16 @@ class Dispatcher:
         self._flush_marks: dict[str, tuple[int, int]] = {}  # extension -> (enqueued, dropped) at its last flush
         self._unhandled_marks: dict[str, tuple[object, int]] = {}  # observations not handled, as of the last flush
 
-    async def _call_hook(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
-                         deadline: float | None) -> Reply | Failure:
+    def _call_hook(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
+                   deadline: float | None) -> Awaitable[Reply | Failure]:
+        if not telemetry.hook_spans_wanted() and not call_tags.recording():
+            # no span to open (OpenTelemetry off) and no log context to keep (text logs): the call itself, without a
+            # coroutine around it (it is on every awaited hook)
+            return call_hook(ext, hook, frame, context, deadline, self._egress)
+        return self._traced_call(ext, hook, frame, context, deadline)
+
+    async def _traced_call(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
+                           deadline: float | None) -> Reply | Failure:
         # the hook's span: its trace context rides in the frame; the call's trace event ends it (host/_telemetry.py)
         parent, state = telemetry.open_hook_span(ext.name, hook)
         ctx = getattr(frame, frame.WhichOneof("body")).context
@@ -333,14 +333,16 @@ class Dispatcher:
         if not subs:
             return None
         snap = tool_call_to_proto(snapshot)
-        deciders = [ext for ext in subs if ext.deciders]
-        observers = [ext for ext in subs if not ext.deciders]
+        deciders: list[ExtensionRuntime] = []
+        observers: list[ExtensionRuntime] = []
+        for ext in subs:
+            (deciders if ext.deciders else observers).append(ext)
         if observers:
             self.tally.add(context, "beforeToolCall")
             self.broadcast(observers, pb.Observation(before_tool_call=snap), context, False)
         if not deciders:
             return None
-        return await decide_tool_call(deciders, snapshot, snap, context, deadline, self._call, self._trace)
+        return await decide_in_phases(deciders, snapshot, snap, context, deadline, self._call, self._trace)
 
     def after_tool_call(self, snapshot: ToolResultSnapshot, context: CallContext | None) -> None:
         if subs := self._registry.subscribers("afterToolCall"):
@@ -498,3 +500,7 @@ class Dispatcher:
                 telemetry.observations_dropped(ext.name, dropped - last_dropped)
             self._trace("observe", ext.name, "ok", latency_ms=ms, detail=detail,
                         context=context)
+
+
+# _phases builds on this module's rules (Reply, Failure, fail_decision ...): imported once they exist, not per call
+from ._phases import decide_in_phases  # noqa: E402

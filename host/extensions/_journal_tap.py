@@ -13,7 +13,7 @@ asking the extension, and traces the call as reused. The dispatch rules run on i
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -91,12 +91,16 @@ class JournalTap:
     def wrap(self, call: HookCall) -> HookCall:
         sinks = self._sinks
 
-        async def tapped(ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
-                         deadline: float | None) -> Reply | Failure:
+        def tapped(ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
+                   deadline: float | None) -> Awaitable[Reply | Failure]:
             sink = sinks.get(context.session_id) if context is not None and sinks else None
-            if sink is None:
-                return await call(ext, hook, frame, context, deadline)
+            if sink is None:  # the call itself: no coroutine of the tap's around it (this is on every awaited hook)
+                return call(ext, hook, frame, context, deadline)
             assert context is not None
+            return journaled(sink, ext, hook, frame, context, deadline)
+
+        async def journaled(sink: JournalSink, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame,
+                            context: CallContext, deadline: float | None) -> Reply | Failure:
             body = frame.WhichOneof("body")
             snapshot = getattr(getattr(frame, body), "snapshot", None) if body else None
             version = ext.manifest.version

@@ -50,7 +50,11 @@ async def ask_decider(ext: ExtensionRuntime, ctx: pb.CallContext, snap: pb.ToolC
     A shadow decider's answer is traced as what it would have done, and None is returned."""
     mode = ext.manifest.hook_mode(HOOK)
     shadow = mode == "shadow"
-    frame = pb.HostFrame(before_tool_call=pb.BeforeToolCallRequest(context=ctx, snapshot=snap, want_decision=True))
+    frame = pb.HostFrame()  # filled in place: the same bytes as nested keyword construction, one copy less
+    request = frame.before_tool_call
+    request.context.CopyFrom(ctx)
+    request.snapshot.CopyFrom(snap)
+    request.want_decision = True
     answer = await call(ext, HOOK, frame, context, deadline)
     if isinstance(answer, Reply) and answer.frame.before_tool_call.HasField("error"):
         e = answer.frame.before_tool_call.error

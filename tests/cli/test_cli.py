@@ -210,9 +210,16 @@ def test_run_is_one_shot_a_fresh_session_each_time_unless_session_is_given(tmp_p
 
     store = str(tmp_path / "s.db")
     common = ("--store", store, "--workspace", str(tmp_path / "ws"), "--sandbox", "off", "--no-trace")
-    for args in (("one",), ("two",), ("three", "--session", "kept")):
-        proc = hookwire("run", *args, *common)
-        assert proc.returncode == 0, proc.stderr
+    first = hookwire("run", "one", *common)
+    assert first.returncode == 0, first.stderr
+    # The next two at the same time (each pays the litellm import; the store takes several processes): the first
+    # run's session is in the store before either starts, so a run that resumed the latest session would show.
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    procs = [subprocess.Popen([HOOKWIRE, "run", *args, *common], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for args in (("two",), ("three", "--session", "kept"))]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
     with sqlite3.connect(store) as db:
         counts = dict(db.execute("SELECT session_id, count(*) FROM messages GROUP BY session_id").fetchall())
     assert counts.pop("kept") == 2

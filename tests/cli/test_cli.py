@@ -90,17 +90,7 @@ def test_chat_keeps_history_in_the_store_across_runs(tmp_path: Path) -> None:
     assert "resuming session 's': 4 earlier messages (the model sees them)\n" in again.stdout
     assert "  /quit, /exit     leave the chat" in again.stdout
     assert "resuming" not in first.stdout
-    check = f"""
-import asyncio
-from host import MessageStore
-async def main():
-    store = MessageStore({store!r})
-    print(len(await store.messages("s")))
-    await store.close()
-asyncio.run(main())
-"""
-    count = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
-    assert count.stdout.strip() == "6"  # three user messages, three answers
+    assert len(_stored_roles(store, "s")) == 6  # three user messages, three answers
 
 
 def test_doctor_reports_protocol_versions_and_sandbox_layers() -> None:
@@ -164,17 +154,20 @@ class _Chat:
 
 
 def _stored_roles(store: str, session: str) -> list[tuple[str, str]]:
-    check = f"""
-import asyncio, json
-from host import MessageStore
-async def main():
-    store = MessageStore({store!r})
-    print(json.dumps([(m["role"], m["content"]) for m in await store.messages({session!r})]))
-    await store.close()
-asyncio.run(main())
-"""
-    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60).stdout
-    return [tuple(pair) for pair in json.loads(out)]
+    """(role, content) of each message the store holds for `session`, read through MessageStore in this process
+    (the CLI that wrote them has exited; a fresh interpreter only added its imports to the test's time)."""
+    import asyncio
+
+    from host import MessageStore
+
+    async def read() -> list[tuple[str, str]]:
+        opened = MessageStore(store)
+        try:
+            return [(m["role"], m["content"]) for m in await opened.messages(session)]
+        finally:
+            await opened.close()
+
+    return asyncio.run(read())
 
 
 def test_chat_ctrl_c_mid_turn_aborts_the_turn_and_the_chat_goes_on(tmp_path: Path) -> None:
@@ -217,9 +210,16 @@ def test_run_is_one_shot_a_fresh_session_each_time_unless_session_is_given(tmp_p
 
     store = str(tmp_path / "s.db")
     common = ("--store", store, "--workspace", str(tmp_path / "ws"), "--sandbox", "off", "--no-trace")
-    for args in (("one",), ("two",), ("three", "--session", "kept")):
-        proc = hookwire("run", *args, *common)
-        assert proc.returncode == 0, proc.stderr
+    first = hookwire("run", "one", *common)
+    assert first.returncode == 0, first.stderr
+    # The next two at the same time (each pays the litellm import; the store takes several processes): the first
+    # run's session is in the store before either starts, so a run that resumed the latest session would show.
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    procs = [subprocess.Popen([HOOKWIRE, "run", *args, *common], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for args in (("two",), ("three", "--session", "kept"))]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
     with sqlite3.connect(store) as db:
         counts = dict(db.execute("SELECT session_id, count(*) FROM messages GROUP BY session_id").fetchall())
     assert counts.pop("kept") == 2

@@ -149,10 +149,18 @@ async def test_no_spare_is_cloned_while_the_host_has_a_start_in_flight_and_one_i
         zygote: Zygote, dirs: Dirs) -> None:
     """Five spares cloned in the middle of five starts took CPU from them (issue 10's five-parallel cold start)."""
     bases = _bases()
+    waits = _script(dirs, "waits.py", "import sys\nsys.stdin.read()\n")
     with zygote.busy():  # the manager holds this from spawn to Describe
-        await _run_one(zygote, dirs)  # a request: the pool's target is one spare from now on
-        await asyncio.sleep(0.3)  # 30x the quiet moment after which an idle zygote refills
-        assert _spares(zygote, bases) == set()
+        # a request (the pool's target is one spare from now on), answered at once; its child runs on meanwhile
+        proc = await spawn(zygote, dirs, [sys.executable, waits], limits=LIMITS)
+        try:
+            # 30x the quiet moment after which an idle zygote refills, well inside the 1 s after which a host
+            # that stays busy gets its spares anyway (counted from the request, just before `spawn` returned)
+            await asyncio.sleep(0.3)
+            assert _spares(zygote, bases) == set()
+        finally:
+            code, _, err = await collect(proc)
+        assert code == 0, err
     await _a_spare(zygote, bases)  # the host has no start in flight: the zygote refills at once
 
 

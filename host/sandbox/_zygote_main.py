@@ -487,7 +487,7 @@ def _serve(ctrl: socket.socket, launcher: ModuleType, zygote_pid: int, poller: A
         request: Any = {}
         pipes: list[int] = []
         if not fds and data in (_BUSY, _IDLE):  # the host's starts in flight (`Zygote.busy`): no reply
-            spares.host_busy = data == _BUSY
+            spares.host_says(busy=data == _BUSY)
             continue
         try:
             request = json.loads(data)

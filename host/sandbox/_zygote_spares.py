@@ -76,14 +76,23 @@ class SparePool:
         self._failed: set[Key] = set()
         self._taken: dict[int, list[str]] = {}  # pid of a spare a request took -> its spare cgroups
         self.host_busy = False  # the host has a start in flight (its "busy" message; "idle" ends it)
-        self._last_request = 0.0
+        self._busy_since = 0.0  # the host's "busy" message or its latest request since, whichever came last
+
+    def host_says(self, busy: bool) -> None:
+        """The host's `busy` / `idle` message."""
+        self.host_busy = busy
+        if busy:
+            self._busy_since = time.monotonic()
 
     def refill_wait_s(self) -> float | None:
-        """How long to wait for a message before refilling a spare (None: nothing to refill)."""
+        """How long to wait for a message before refilling a spare (None: nothing to refill): REFILL_IDLE_S from
+        the last message while the host is idle; while it is busy, what is left of REFILL_BUSY_S since it said so
+        (or since its latest request)."""
         if self.wanted() is None:
             return None
-        quiet = REFILL_BUSY_S if self.host_busy else REFILL_IDLE_S
-        return max(0.0, quiet - (time.monotonic() - self._last_request)) if self.host_busy else quiet
+        if not self.host_busy:
+            return REFILL_IDLE_S
+        return max(0.0, REFILL_BUSY_S - (time.monotonic() - self._busy_since))
 
     def __contains__(self, pid: int) -> bool:
         return pid in self._by_pid
@@ -95,7 +104,7 @@ class SparePool:
         """A spawn request for `key`: grow the key's target to the burst it belongs to (at most `limit`)."""
         self.limit = max(0, limit)
         now = time.monotonic()
-        self._last_request = now
+        self._busy_since = now
         count, last = self._burst.get(key, (0, 0.0))
         count = count + 1 if now - last < BURST_S else 1
         self._burst[key] = (count, now)

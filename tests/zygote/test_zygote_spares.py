@@ -179,3 +179,28 @@ async def test_an_extension_has_no_capability_left_whether_its_init_was_a_spare_
     code, out, err = await collect(second)
     assert second.pid == spare
     assert (code, out.split()) == (0, ["0000000000000000"] * 4), err
+
+
+def test_a_busy_host_gets_its_spares_refill_busy_s_after_it_said_busy_however_old_the_last_request(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback for a start that hangs counts from the host's `busy` (or a later request), not from a request
+    of an earlier burst: else a pool still short of its target refilled at once, in the middle of the new starts."""
+    from host.sandbox import _zygote_spares as pool_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(pool_module.time, "monotonic", lambda: clock[0])
+    pool = pool_module.SparePool()
+    key = (1, ("base",))
+    pool.note_request(key, 4)  # the pool wants one spare from now on
+    assert pool.refill_wait_s() == pool_module.REFILL_IDLE_S  # host idle: the usual quiet moment
+    clock[0] += 60.0  # an earlier burst's request, a minute ago
+    pool.host_says(busy=True)
+    assert pool.refill_wait_s() == pool_module.REFILL_BUSY_S
+    clock[0] += 0.4
+    assert pool.refill_wait_s() == pytest.approx(pool_module.REFILL_BUSY_S - 0.4)
+    pool.note_request(key, 4)  # the start's own request restarts the wait
+    assert pool.refill_wait_s() == pool_module.REFILL_BUSY_S
+    clock[0] += pool_module.REFILL_BUSY_S + 1
+    assert pool.refill_wait_s() == 0.0  # busy for longer than REFILL_BUSY_S: refill now
+    pool.host_says(busy=False)
+    assert pool.refill_wait_s() == pool_module.REFILL_IDLE_S

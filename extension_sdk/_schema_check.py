@@ -11,6 +11,7 @@ also words every error. tests/sdk/test_schema_check.py checks that it never acce
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from jsonschema.exceptions import SchemaError
@@ -81,7 +82,7 @@ def _plainly_valid(schema: Any, depth: int) -> bool:
     return True
 
 
-_RULES: dict[str, Any] = {
+_RULES: dict[str, Callable[[Any, int], bool]] = {  # keyword -> rule(value, depth)
     "type": lambda v, d: _is_type(v),
     "properties": _is_schema_map,
     "$defs": _is_schema_map,

@@ -5,10 +5,10 @@ One function per hook kind, like pluggy's `_multicall`; every rule is written he
 - `merge_before_turn` (awaited, merged): subscribers in load order; each reply is screened against the
   extension's `permissions.turnConfig` grant, then merged into the patch — scalars last-wins, headers and
   providerOptions key by key (`merge_patch`) — with provenance naming who set each field.
-- `decide_in_phases` (host/extensions/_phases.py; awaited, decided): subscribers with `decisions` answer in their phases — mutators one
-  after another, then validators in parallel on the final input (host/extensions/_phases.py); block wins, then
-  the first substitute, then allow with the mutated input (`first_by_precedence`). A decider that fails blocks
-  when its policy is `failure: closed` (`fail_decision`), else the call goes on (failed open).
+- `decide_in_phases` (host/extensions/_phases.py; awaited, decided): subscribers with `decisions` answer in their
+  phases — mutators one after another, then validators in parallel on the final input; block wins, then the first
+  substitute, then allow with the mutated input (`first_by_precedence`). A decider that fails blocks when its
+  policy is `failure: closed` (`fail_decision`), else the call goes on (failed open).
 - shadow mode (`mode: shadow`, an extension's or one hook's): the hook runs, nothing it returns is applied; what it
   would have set or decided is traced (its event's `mode` is "shadow").
 - `broadcast` (observed): afterToolCall, onStepFinish, onChunk, and beforeToolCall for subscribers without

@@ -44,6 +44,7 @@ from ._extension_client import ExtensionConnection
 from ._grants import grants_to_proto
 from ._process import ExtensionProcess
 from ._registry import Registry
+from ._runtime_dirs import RuntimeDir, reap_abandoned
 from ._sessions import BridgeSessions
 from ._state import ExtensionRuntime, ExtensionTool
 from ._tool_names import collision_message, extension_collisions, extension_owner
@@ -66,6 +67,8 @@ class Launcher:
         self._sandbox_mode: SandboxMode = sandbox
         self._runtime_parent = runtime_parent
         self._runtime: Path | None = None
+        self._runtime_lock: RuntimeDir | None = None
+        self._reaped = False  # the dirs of dead hosts beside ours: looked for once, at the first start
         self.zygote = zygote
         self._egress = egress
         self.bridge = BridgeSessions(lambda: self.runtime_dir() / "bridge.sock")
@@ -81,8 +84,8 @@ class Launcher:
             parent = str(self._runtime_parent) if self._runtime_parent is not None else None
             if parent is None and len(tempfile.gettempdir()) > 40:
                 parent = "/tmp"
-            self._runtime = Path(tempfile.mkdtemp(prefix="hw-", dir=parent))
-            os.chmod(self._runtime, 0o700)
+            self._runtime_lock = RuntimeDir.create(parent)
+            self._runtime = self._runtime_lock.path
         return self._runtime
 
     def protect_paths(self, paths: Sequence[str | Path]) -> None:
@@ -168,7 +171,11 @@ class Launcher:
 
     def _fresh_paths(self, ext: ExtensionRuntime, runtime: Path, where: str) -> tuple[Path, Path]:
         """The scratch dir and this generation's socket path (blocking filesystem work: run off the event loop, where
-        removing a restarted extension's old socket dir stalled every session for 150+ ms on a busy disk)."""
+        removing a restarted extension's old socket dir stalled every session for 150+ ms on a busy disk). The first
+        call also removes the runtime dirs that SIGKILLed hosts left beside ours (host/extensions/_runtime_dirs.py)."""
+        if not self._reaped:
+            self._reaped = True
+            reap_abandoned(runtime.parent, runtime)
         scratch = ext.scratch_dir
         if scratch is None:
             scratch_root = runtime / "scratch"
@@ -352,3 +359,6 @@ class Launcher:
             runtime, self._runtime = self._runtime, None
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(remove_tree_logged, runtime, "the runtime dir")
+        if self._runtime_lock is not None:
+            lock, self._runtime_lock = self._runtime_lock, None
+            lock.release()

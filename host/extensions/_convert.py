@@ -78,6 +78,8 @@ def _dumps(value: Any, ascii_only: bool) -> str:
 def json_text_and_size(value: Any) -> tuple[str, int]:
     """(JSON text, its size in UTF-8 bytes); a value with lone surrogates is escaped to ASCII instead."""
     text = _dumps(value, False)
+    if text.isascii():  # one byte per character: no encoded copy to measure it
+        return text, len(text)
     try:
         return text, len(text.encode("utf-8"))
     except UnicodeEncodeError:
@@ -168,9 +170,16 @@ def turn_to_proto(snapshot: TurnSnapshot, system: str, tool_names: list[str]) ->
 
 
 def tool_call_to_proto(s: ToolCallSnapshot) -> pb.ToolCallSnapshot:
-    budget = Budget()
-    msg = pb.ToolCallSnapshot(tool_name=budget.text(s.tool_name, 1024), tool_call_id=budget.text(s.tool_call_id, 1024),
-                              input_json=budget.json(s.input))
+    name, call_id = s.tool_name, s.tool_call_id
+    text, size = json_text_and_size(s.input)
+    if size <= MAX_VALUE_BYTES and len(name) <= 1024 and len(call_id) <= 1024 and name.isascii() and call_id.isascii():
+        # the common case, within every cap (2 KiB of names leave the input its whole MAX_VALUE_BYTES): no Budget,
+        # the input encoded once
+        msg = pb.ToolCallSnapshot(tool_name=name, tool_call_id=call_id, input_json=text)
+    else:
+        budget = Budget()
+        msg = pb.ToolCallSnapshot(tool_name=budget.text(name, 1024), tool_call_id=budget.text(call_id, 1024),
+                                  input_json=budget.json(s.input))
     if s.step_number is not None:
         msg.step_number = s.step_number
     if s.dynamic is not None:

@@ -102,7 +102,7 @@ def hook_timeout(ext: ExtensionRuntime, hook: str, deadline: float | None, now: 
     """(seconds to wait, a note for the trace) for `hook` on `ext`: its timeoutMs, cut to the turn's deadline.
 
     A Failure when the deadline (event-loop time) has already passed: the extension is not called at all."""
-    timeout = ext.manifest.hook_timeout_s(hook)
+    timeout = ext.tool_hook.timeout_s if hook == "beforeToolCall" else ext.manifest.hook_timeout_s(hook)
     if deadline is None:
         return timeout, ""
     remaining = deadline - now
@@ -299,6 +299,9 @@ class Dispatcher:
         self._ctx_record = context_field(context_to_proto(None))
         self._flush_marks: dict[str, tuple[int, int]] = {}  # extension -> (enqueued, dropped) at its last flush
         self._unhandled_marks: dict[str, tuple[object, int]] = {}  # observations not handled, as of the last flush
+        # beforeToolCall's subscribers split into (deciders, observers), for the subscriber list it was made of
+        self._split_of: list[ExtensionRuntime] | None = None
+        self._split: tuple[list[ExtensionRuntime], list[ExtensionRuntime]] = ([], [])
 
     def _call_hook(self, ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, context: CallContext | None,
                    deadline: float | None) -> Awaitable[Reply | Failure]:
@@ -333,10 +336,10 @@ class Dispatcher:
         if not subs:
             return None
         snap = tool_call_to_proto(snapshot)
-        deciders: list[ExtensionRuntime] = []
-        observers: list[ExtensionRuntime] = []
-        for ext in subs:
-            (deciders if ext.deciders else observers).append(ext)
+        if subs is not self._split_of:  # the registry makes a new list when its subscribers change
+            self._split = ([ext for ext in subs if ext.deciders], [ext for ext in subs if not ext.deciders])
+            self._split_of = subs
+        deciders, observers = self._split
         if observers:
             self.tally.add(context, "beforeToolCall")
             self.broadcast(observers, pb.Observation(before_tool_call=snap), context, False)

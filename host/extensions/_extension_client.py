@@ -833,7 +833,8 @@ class ExtensionConnection:
         except DecodeError as exc:
             self._undecodable(raw, exc)
             return
-        if self._bridge is not None and frame.WhichOneof("body") == "bridge_request":
+        body = frame.WhichOneof("body")  # read once: every check below is on it
+        if body == "bridge_request" and self._bridge is not None:
             self._bridge_call(frame.bridge_request)
             return
         fid = frame.id
@@ -851,25 +852,25 @@ class ExtensionConnection:
             self.acks.acked(fid, frame.observations.handled)
             self._advance(covers)
             return
-        if fid == 0 and frame.HasField("observations"):
+        if fid == 0 and body == "observations":
             # An extension that answers every frame (older ones do): its errors and counts count, the ack nothing.
             self.acks.answered_unasked(frame.observations.handled)
             if frame.observations.errors:
                 self._report_errors(frame.observations.errors, None)
             return
-        tool = self._tools.get(fid)
+        tool = self._tools.get(fid) if self._tools else None
         if tool is not None:
-            if frame.HasField("tool_event"):
+            if body == "tool_event":
                 tool.put_nowait(frame.tool_event)
             else:
-                got = _HOOK_OF_BODY.get(frame.WhichOneof("body") or "", "an empty frame")
+                got = _HOOK_OF_BODY.get(body or "", "an empty frame")
                 tool.put_nowait(self._reject(
                     f"reply of the wrong kind: {got} frame answering a tool call (field body)", "tool", "body"
                 ))
             return
-        if frame.HasField("tool_event") and self._kinds.get(fid) == "execute_tool":
+        if body == "tool_event" and self._kinds.get(fid) == "execute_tool":
             return  # an event of a tool call its caller gave up on (cancelled, timed out)
-        self._answer(fid, frame)
+        self._answer(fid, frame, body)
 
     def _bridge_call(self, request: hb.BridgeRequest) -> None:
         """Answer a HostBridge call from the stream in a task of its own; the answer jumps the outbox queue (the
@@ -893,9 +894,9 @@ class ExtensionConnection:
         log.warning("extension %r %s: %s", self.name, hook or "reply", message)
         return ExtensionReplyError(message, extension=self.name, hook=hook, field=field)
 
-    def _answer(self, fid: int, frame: pb.ExtensionFrame) -> None:
-        """Resolve the awaited call `fid` with `frame`, or reject the frame (field by field: what is wrong)."""
-        body = frame.WhichOneof("body")
+    def _answer(self, fid: int, frame: pb.ExtensionFrame, body: str | None) -> None:
+        """Resolve the awaited call `fid` with `frame` (its body kind `body`), or reject the frame (field by field:
+        what is wrong)."""
         wanted = self._kinds.get(fid)
         hook = _HOOK_OF_BODY.get(wanted or body or "", "")
         fut = self._pending.pop(fid, None)

@@ -42,17 +42,18 @@ log = logging.getLogger("hookwire.extensions")
 HOOK = "beforeToolCall"
 
 
-async def ask_decider(ext: ExtensionRuntime, ctx: pb.CallContext, snap: pb.ToolCallSnapshot,
+async def ask_decider(ext: ExtensionRuntime, ctx: pb.CallContext | None, snap: pb.ToolCallSnapshot,
                       context: CallContext | None, deadline: float | None, call: HookCall,
                       trace: Tracer, phase: str) -> ExtensionDecision | None:
     """One decider's beforeToolCall, in its phase and mode: the decision to apply, or None.
 
     A shadow decider's answer is traced as what it would have done, and None is returned."""
-    mode = ext.manifest.hook_mode(HOOK)
+    mode = ext.tool_hook.mode
     shadow = mode == "shadow"
     frame = pb.HostFrame()  # filled in place: the same bytes as nested keyword construction, one copy less
     request = frame.before_tool_call
-    request.context.CopyFrom(ctx)
+    if ctx is not None:  # None: no context (call_hook sets the context's deadline, so it is there anyway)
+        request.context.CopyFrom(ctx)
     request.snapshot.CopyFrom(snap)
     request.want_decision = True
     answer = await call(ext, HOOK, frame, context, deadline)
@@ -108,11 +109,15 @@ async def decide_in_phases(deciders: Sequence[ExtensionRuntime], snapshot: ToolC
                            snap: pb.ToolCallSnapshot, context: CallContext | None, deadline: float | None,
                            call: HookCall, trace: Tracer) -> ExtensionDecision | None:
     """beforeToolCall on the deciders: mutators in load order, then validators at once on the final input."""
-    ctx = context_to_proto(context)
+    ctx = None if context is None else context_to_proto(context)
+    if len(deciders) == 1 and deciders[0].tool_hook.phase == "validate":
+        # the common case: one validator (no mutator, so no input change to name): its decision is the final one
+        return first_by_precedence((await ask_decider(deciders[0], ctx, snap, context, deadline, call, trace,
+                                                      "validate"),))
     mutators: list[ExtensionRuntime] = []
     validators: list[ExtensionRuntime] = []
     for ext in deciders:
-        (mutators if ext.manifest.tool_phase() == "mutate" else validators).append(ext)
+        (mutators if ext.tool_hook.phase == "mutate" else validators).append(ext)
     decisions: list[ExtensionDecision | None] = []
     changed_by: list[str] = []
     current: Any = snapshot.input

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import grpc
 from pydantic import BaseModel, ConfigDict, Field
@@ -66,6 +66,15 @@ class ExtensionTool(BaseModel):
     tool: str
 
 
+class ToolHookPolicy(NamedTuple):
+    """An extension's beforeToolCall policy as the awaited path reads it (from its frozen manifest)."""
+
+    decisions: bool
+    mode: Literal["enforce", "shadow"]
+    phase: Literal["mutate", "validate"]
+    timeout_s: float
+
+
 class ExtensionRuntime:
     """Runtime state of one loaded extension."""
 
@@ -97,10 +106,15 @@ class ExtensionRuntime:
         self.health: HealthProbe | None = None
         self.stopping = False
         self.dropped_base = 0  # drops counted by earlier connections
+        # beforeToolCall's policy, resolved once (the manifest is frozen): read on every awaited call
+        policy = manifest.hook_policy("beforeToolCall")
+        self.tool_hook = ToolHookPolicy(decisions=policy.decisions, mode=manifest.hook_mode("beforeToolCall"),
+                                        phase=manifest.tool_phase(),
+                                        timeout_s=manifest.hook_timeout_s("beforeToolCall"))
 
     @property
     def deciders(self) -> bool:
-        return self.manifest.hook_policy("beforeToolCall").decisions
+        return self.tool_hook.decisions
 
     def info(self) -> ExtensionInfo:
         d = self.describe

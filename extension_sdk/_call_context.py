@@ -71,8 +71,11 @@ def current_call() -> CallInfo:
     return _current.get()
 
 
+_tuple_new = tuple.__new__  # CallInfo(a, b) without the NamedTuple's Python-level __new__ (once per call served)
+
+
 def set_current_call(context: pb.CallContext) -> None:
-    _current.set(CallInfo(context.session_id, context.request_id))
+    _current.set(_tuple_new(CallInfo, (context.session_id, context.request_id)))
     _trace.set((context.traceparent, context.tracestate, context.deadline_unix_ms))
     if _propagator is not None and context.traceparent:
         carrier = {"traceparent": context.traceparent}

@@ -42,7 +42,8 @@ class ReplyOut:
         self._task = None
         if error is not None and not isinstance(error, asyncio.CancelledError):
             self.failed = error
-        self._wake.set()
+        if self._queue or self.failed is not None:  # else get() would only wake to find nothing, and wait again
+            self._wake.set()
 
     async def get(self) -> pb.ExtensionFrame | None:
         """The next queued frame for the generator to yield (after any direct write finished); None: the end."""

@@ -31,7 +31,6 @@ from ..extensions._snapshots import (
     TurnSnapshot,
 )
 from ..extensions._turn_config_policy import MAP_FIELDS, TurnConfigDenial
-from . import _journal_writer
 from ._hook_messages import for_hook
 from ._plan import coerce, turn_deadline
 from ._session import maybe_await
@@ -123,10 +122,7 @@ class HookChain:
         )
         started = asyncio.get_running_loop().time()
         turn.deadline = turn_deadline(cfg.timeout, started)
-        try:
-            merged = await self.m.before_turn(snapshot, turn.context, deadline=turn.deadline)
-        finally:
-            _journal_writer.phase_end(self.a)  # the phase's entries: one transaction, now
+        merged = await self.m.before_turn(snapshot, turn.context, deadline=turn.deadline)
         turn.provenance = dict(merged.provenance)
         turn.denied = list(merged.denied)
         patch = merged.patch.set_fields()
@@ -158,10 +154,7 @@ class HookChain:
         snapshot = ToolCallSnapshot(tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id,
                                     input=decision.input if substituted else ctx.input,
                                     step_number=ctx.step_number, dynamic=ctx.dynamic)
-        try:
-            ext = await self.m.before_tool_call(snapshot, self.turn.context, deadline=self.turn.deadline)
-        finally:
-            _journal_writer.phase_end(self.a)  # the call's deciders (both phases): one transaction, now
+        ext = await self.m.before_tool_call(snapshot, self.turn.context, deadline=self.turn.deadline)
         if decision.action != "allow":
             return decision  # the subclass's block/substitute stands; the extensions were told of the call
         if ext is not None and ext.input_changed_by:  # provenance: the mutators whose input change stands

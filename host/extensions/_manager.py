@@ -237,11 +237,13 @@ class ExtensionManager:
         """Names of the loaded extensions serving `hook`, in load order."""
         return [ext.name for ext in self._registry.exts.values() if hook in ext.hooks]
 
-    def add_trace_listener(self, fn: Callable[[TraceEvent], None]) -> None:
-        self._trace.add_listener(fn)
+    def add_trace_listener(self, fn: Callable[[TraceEvent], None], session_id: str | None = None) -> None:
+        """Call `fn` with every trace event, or with `session_id`'s only (the events of its calls' context)."""
+        self._trace.add_listener(fn, session_id)
 
-    def remove_trace_listener(self, fn: Callable[[TraceEvent], None]) -> None:
-        self._trace.remove_listener(fn)
+    def remove_trace_listener(self, fn: Callable[[TraceEvent], None], session_id: str | None = None) -> None:
+        """Remove `fn`, added with the same `session_id`."""
+        self._trace.remove_listener(fn, session_id)
 
     # -- the five hooks (host/extensions/_dispatch.py) ---------------------------------------------------------
 

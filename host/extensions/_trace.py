@@ -36,17 +36,41 @@ def bounded(text: str, limit: int = MAX_DETAIL) -> str:
 
 
 class Tracer:
-    """Fans trace events out to the listeners (`ExtensionManager.add_trace_listener`)."""
+    """Fans trace events out to the listeners (`ExtensionManager.add_trace_listener`).
+
+    A listener added for one session (an Agent's) only sees that session's events: with 50 sessions on one manager,
+    each event reaches its own session's listener, not 50 (the fan-out would grow with the square of the sessions).
+    A listener added without a session sees every event, those of no session included."""
 
     def __init__(self) -> None:
         self._listeners: list[Callable[[TraceEvent], None]] = []
+        self._by_session: dict[str, list[Callable[[TraceEvent], None]]] = {}
 
-    def add_listener(self, fn: Callable[[TraceEvent], None]) -> None:
-        self._listeners.append(fn)
+    def add_listener(self, fn: Callable[[TraceEvent], None], session_id: str | None = None) -> None:
+        if session_id is None:
+            self._listeners.append(fn)
+        else:
+            self._by_session.setdefault(session_id, []).append(fn)
 
-    def remove_listener(self, fn: Callable[[TraceEvent], None]) -> None:
+    def remove_listener(self, fn: Callable[[TraceEvent], None], session_id: str | None = None) -> None:
+        if session_id is None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(fn)
+            return
+        listeners = self._by_session.get(session_id)
+        if listeners is None:
+            return
         with contextlib.suppress(ValueError):
-            self._listeners.remove(fn)
+            listeners.remove(fn)
+        if not listeners:
+            del self._by_session[session_id]
+
+    def _targets(self, context: CallContext | None) -> list[Callable[[TraceEvent], None]]:
+        """The listeners of an event of `context`: every global one, then its session's (empty: nobody listens)."""
+        session = self._by_session.get(context.session_id) if context is not None and self._by_session else None
+        if session is None:
+            return self._listeners
+        return self._listeners + session if self._listeners else session
 
     def __call__(self, hook: str, ext: str, outcome: str, *, latency_ms: float = 0.0, detail: str = "",
                  context: CallContext | None = None, reason: str = "", mode: str = "enforce",
@@ -56,7 +80,8 @@ class Tracer:
         A failed or skipped event gets a `reason`: the one given, else "timeout" for a timeout, else "error".
         `mode` "shadow": nothing the hook returned was applied; `phase`: a beforeToolCall decider's."""
         telemetry.hook_event(hook, ext, outcome, latency_ms, detail, mode)
-        if not self._listeners:
+        targets = self._targets(context)
+        if not targets:
             return
         if not reason and outcome in _FAILED:
             reason = "timeout" if outcome == "timeout" else "error"
@@ -65,7 +90,7 @@ class Tracer:
             request_id=context.request_id if context is not None else "", reason=reason,  # type: ignore[arg-type]
             mode=mode, phase=phase,  # type: ignore[arg-type]
         )
-        for fn in list(self._listeners):
+        for fn in list(targets):
             try:
                 fn(event)
             except Exception:  # noqa: BLE001 - a listener must not break dispatch

@@ -247,7 +247,7 @@ class Agent:
             if not self._owns_manager and hasattr(self._manager, "protect_paths"):
                 self._manager.protect_paths(self._private_paths())  # for what it starts from now on
             self._manager.register_session(self.session_id, self._services)
-            self._manager.add_trace_listener(self._on_trace)
+            self._manager.add_trace_listener(self._on_trace, session_id=self.session_id)  # its own events only
             _journal_writer.attach(self)  # the decision journal (host/turn/_journal_writer.py)
         configured = await maybe_await(self.configure_session(self.session))
         if isinstance(configured, Session):
@@ -267,7 +267,7 @@ class Agent:
                 await task
         if self._manager is not None:
             with contextlib.suppress(Exception):
-                self._manager.remove_trace_listener(self._on_trace)
+                self._manager.remove_trace_listener(self._on_trace, session_id=self.session_id)
             with contextlib.suppress(Exception):
                 await _journal_writer.detach(self)
             with contextlib.suppress(Exception):

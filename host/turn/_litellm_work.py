@@ -18,6 +18,12 @@ process) the cost calculator returns None and the success dispatch returns at on
 Mechanism: litellm 1.110 has no setting for either, so `install()` wraps two methods of litellm's `Logging` class
 once per process; the wrappers only differ from litellm's own while `quiet_context()`'s context variable is set,
 which only the tasks running the host's model calls see. Calls the host app makes itself are never touched.
+
+The end of a quiet stream (host/turn/_litellm_stream_end.py): litellm assembles the complete response from the
+chunks at each of the stream's last two steps (the usage chunk, then the end), each time in a worker thread, and
+deep-copies it each time for a cache nobody configured; a quiet stream assembles it once, on the loop when it has a
+few chunks, and skips the copy and the (already silenced) success task. Only for the litellm versions whose
+internals it was written against; any other version keeps litellm's own stream end.
 """
 
 from __future__ import annotations
@@ -110,4 +116,7 @@ def install() -> None:
         Logging.response_cost_calculator = response_cost_calculator  # type: ignore[method-assign]
         Logging._response_cost_calculator = response_cost_calculator  # type: ignore[attr-defined]
         Logging.dispatch_success_handlers = dispatch_success_handlers  # type: ignore[method-assign]
+        from . import _litellm_stream_end
+
+        _litellm_stream_end.install(_quiet)
         _installed = True

@@ -28,6 +28,7 @@ from ._chat_errors import TurnAborted  # noqa: E402
 from ._hook_messages import copied, sharing  # noqa: E402
 from ._litellm_work import quiet_context, quiet_flag  # noqa: E402
 from ._session import maybe_await  # noqa: E402
+from ._stall_watch import StallWatch  # noqa: E402
 from ._stream_fields import stream_field  # noqa: E402
 from ._tools import Tool, ToolInputError  # noqa: E402
 from ._types import (  # noqa: E402
@@ -137,6 +138,7 @@ class TurnLoop:
         self.messages: list[dict[str, Any]] = list(plan.messages)
         self._history_len = len(plan.messages)  # self.messages[:_history_len] is the history; the rest, this turn's
         self._abort_task: asyncio.Task[Any] | None = None
+        self._watch: StallWatch | None = None  # the abort and stall watchdog of the loop's waits (run())
         self._chat: telemetry.ChatSpan | None = None  # the model call in flight (its span)
         # no transform and no on_chunk listener: the stream's deltas go straight into the message, no Chunk is made
         observed = getattr(hooks, "chunks_observed", None)
@@ -144,101 +146,84 @@ class TurnLoop:
 
     # ----------------------------------------------------------------------------------------- plumbing
 
-    async def _race(self, aw: Any, timeout: float | None, what: str,
-                    context: contextvars.Context | None = None) -> Any:
-        """Await ``aw`` unless the turn is aborted first or ``timeout`` (stall watchdog) passes. ``context``: the
+    def _ended(self, reason: str, what: str) -> BaseException:
+        """The error that ends a wait the watch cut short: the turn's abort, or the stall watchdog's."""
+        if reason == "abort" or self.abort.is_set():
+            return TurnAborted()
+        return ChatStreamStallError(
+            f"model stream stalled: no chunk for {int((self.plan.stall_timeout_s or 0) * 1000)} ms ({what}); "
+            "raise chat_stream_stall_timeout_ms or set it to 0 to disable the watchdog"
+        )
+
+    async def _race(self, aw: Any, stall: bool, what: str, context: contextvars.Context | None = None) -> Any:
+        """Await ``aw`` unless the turn is aborted first or (``stall``) the stall watchdog fires. ``context``: the
         contextvars a coroutine ``aw`` runs in (a model call with litellm's bookkeeping off). A coroutine runs in a
-        task of its own (its contextvars stay its own), awaited in this task under an `asyncio.timeout` that the
-        turn's abort reschedules to now, as `_chunks` does (no `asyncio.wait`: no waiter, set or done callbacks, one
-        trip round the loop fewer)."""
+        task of its own (its contextvars stay its own), awaited in this task under the loop's StallWatch
+        (host/turn/_stall_watch.py), which cancels this wait on the abort or a stall (no asyncio.wait, no
+        asyncio.timeout: no waiter, set or done callbacks, no timer per wait)."""
         task = (asyncio.ensure_future(aw) if context is None
                 else asyncio.get_running_loop().create_task(aw, context=context.copy()))
-        assert self._abort_task is not None
-        loop = asyncio.get_running_loop()
-        waiting: list[asyncio.Timeout] = []
-
-        def on_abort(_: Any) -> None:
-            if waiting:
-                waiting[0].reschedule(loop.time())
-
-        if self._abort_task.done():  # aborted already: don't start waiting
+        watch = self._watch
+        assert watch is not None
+        if not watch.arm(stall):  # aborted already: don't start waiting
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
             raise TurnAborted()
         me = asyncio.current_task()
         cancels = me.cancelling() if me is not None else 0
-        self._abort_task.add_done_callback(on_abort)
         try:
-            async with asyncio.timeout(timeout) as cm:
-                waiting.append(cm)
-                result = await task  # a cancellation of this task (the caller's, the watchdog's) cancels `task` too
+            result = await task  # a cancellation of this task (the caller's, the watch's) cancels `task` too
+        except asyncio.CancelledError:
+            reason = watch.claim()
+            if reason is None:
+                raise
+        else:
+            reason = None
+        finally:
+            late = watch.disarm()  # the watch fired but `task` swallowed the cancellation and returned
+        if reason is None:
             if me is not None and me.cancelling() > cancels:  # the caller cancelled, and `task` ignored it
                 raise asyncio.CancelledError()
-            return result
-        except TimeoutError:
-            if not cm.expired():  # `aw`'s own TimeoutError, not the watchdog's
-                raise
-        finally:
-            waiting.clear()
-            self._abort_task.remove_done_callback(on_abort)
+            if late is None:
+                return result
+            reason = late
         if not task.done():  # `task` was cancelled with this task's wait; let it finish unwinding
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-        if self.abort.is_set():
-            raise TurnAborted()
-        raise ChatStreamStallError(
-            f"model stream stalled: no chunk for {int((timeout or 0) * 1000)} ms ({what}); "
-            "raise chat_stream_stall_timeout_ms or set it to 0 to disable the watchdog"
-        )
+        raise self._ended(reason, what)
 
     async def _chunks(self, stream: Any, context: contextvars.Context | None = None) -> AsyncIterator[Any]:
-        """The stream's chunks, each awaited in this task (no task per chunk, unlike `_race`): an `asyncio.timeout`
-        per chunk is the stall watchdog, and the turn's abort ends the wait at once by rescheduling it. With a quiet
-        `context` (litellm's bookkeeping off), its flag is set only while litellm produces the chunk, never while
-        the caller handles it."""
+        """The stream's chunks, each awaited in this task (no task per chunk, unlike `_race`) under the loop's
+        StallWatch: the stall watchdog, and the turn's abort ending the wait at once. With a quiet `context`
+        (litellm's bookkeeping off), its flag is set only while litellm produces the chunk, never while the caller
+        handles it."""
         it = stream.__aiter__()
-        timeout = self.plan.stall_timeout_s
-        loop = asyncio.get_running_loop()
         quiet = context is not None and context.get(quiet_flag, False)
-        waiting: list[asyncio.Timeout] = []  # the chunk wait in progress, for the abort to end
-
-        def on_abort(_: Any) -> None:
-            if waiting:
-                waiting[0].reschedule(loop.time())
-
-        assert self._abort_task is not None
-        self._abort_task.add_done_callback(on_abort)
-        try:
-            while True:
-                if self.abort.is_set():
-                    raise TurnAborted()
-                token = quiet_flag.set(True) if quiet else None
-                try:
-                    async with asyncio.timeout(timeout) as cm:
-                        waiting.append(cm)
-                        try:
-                            chunk = await it.__anext__()
-                        finally:
-                            waiting.clear()
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    if not cm.expired():  # the stream's own TimeoutError, not the watchdog's: the model call failed
-                        raise
-                    if self.abort.is_set():
-                        raise TurnAborted() from None
-                    raise ChatStreamStallError(
-                        f"model stream stalled: no chunk for {int((timeout or 0) * 1000)} ms (waiting for the next "
-                        "chunk); raise chat_stream_stall_timeout_ms or set it to 0 to disable the watchdog"
-                    ) from None
-                finally:
-                    if token is not None:
-                        quiet_flag.reset(token)
-                yield chunk
-        finally:
-            self._abort_task.remove_done_callback(on_abort)
+        watch = self._watch
+        assert watch is not None
+        what = "waiting for the next chunk"
+        while True:
+            if not watch.arm(True):
+                raise TurnAborted()
+            token = quiet_flag.set(True) if quiet else None
+            try:
+                chunk = await it.__anext__()
+            except StopAsyncIteration:
+                return
+            except asyncio.CancelledError:
+                reason = watch.claim()
+                if reason is None:
+                    raise
+                raise self._ended(reason, what) from None
+            finally:
+                late = watch.disarm()
+                if token is not None:
+                    quiet_flag.reset(token)
+            if late is not None:  # the stream swallowed the watch's cancellation and produced a chunk
+                raise self._ended(late, what)
+            yield chunk
 
     async def _emit(self, chunk: Chunk) -> Chunk | None:
         if self._unobserved:
@@ -263,6 +248,8 @@ class TurnLoop:
 
     async def run(self) -> list[StepContext]:
         self._abort_task = asyncio.ensure_future(self.abort.wait())
+        self._watch = watch = StallWatch(self.abort, self.plan.stall_timeout_s)
+        self._abort_task.add_done_callback(watch.on_abort)
         try:
             for step_number in range(max(1, self.plan.max_steps)):
                 if self.abort.is_set():
@@ -282,6 +269,7 @@ class TurnLoop:
                     break
             return self.steps
         finally:
+            watch.close()
             self._abort_task.cancel()
             with contextlib.suppress(BaseException):
                 await self._abort_task
@@ -350,8 +338,7 @@ class TurnLoop:
 
         self._chat = chat = telemetry.ChatSpan(request["model"])  # ended below, or by run() if this step raises
         quiet = quiet_context(plan.litellm_bookkeeping, request)  # None: litellm prices and logs the call as usual
-        stream = await self._race(litellm.acompletion(**request), plan.stall_timeout_s, "waiting for the response",
-                                  quiet)
+        stream = await self._race(litellm.acompletion(**request), True, "waiting for the response", quiet)
         text, reasoning = "", ""
         calls: dict[int, _PendingCall] = {}
         finish_raw: str | None = None
@@ -438,7 +425,7 @@ class TurnLoop:
         if runnable:
             outcomes = await self._race(
                 asyncio.gather(*(self._run_tool(c, v, t, step_number, parts[i]) for i, c, v, t in runnable)),
-                None,
+                False,
                 "tools",
             )
             for (i, _c, _v, _t), outcome in zip(runnable, outcomes):

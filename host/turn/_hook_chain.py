@@ -218,6 +218,13 @@ class HookChain:
                 self.turn.context,
             )
 
+    def wants(self, hook: str) -> bool:
+        """Whether the loop need build `hook`'s context at all: the subclass overrides the hook or, for an
+        observation, extensions may see it (before_step is the subclass's alone)."""
+        if hook == "before_step":
+            return hook not in self.skip
+        return hook not in self.skip or self.m is not None
+
     def chunks_observed(self) -> bool:
         """Whether anyone sees this turn's chunks: an ``on_chunk`` of the Agent subclass (or one set on the instance),
         or an extension that observes onChunk (known once beforeTurn ran). If not, the loop makes no chunks."""

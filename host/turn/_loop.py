@@ -49,6 +49,7 @@ from ._ui_messages import finalize, tool_part  # noqa: E402
 
 logger = logging.getLogger("hookwire.agent")
 
+_NO_STEP_CONFIG = StepConfig()  # before_step's answer when it changes nothing (read only, never changed)
 _FINISH = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}
 
 
@@ -60,6 +61,8 @@ class LoopHooks(Protocol):
     async def on_step_finish(self, ctx: StepContext) -> None: ...
     async def on_chunk(self, ctx: ChunkContext) -> None: ...
     # optional: def chunks_observed(self) -> bool — False: nobody sees the chunks (no on_chunk calls are made)
+    # optional: def wants(self, hook: str) -> bool — False: the hook would ignore its context ("before_step",
+    # "after_tool_call"): the loop neither builds it nor calls the hook
 
 
 @dataclass
@@ -143,6 +146,9 @@ class TurnLoop:
         # no transform and no on_chunk listener: the stream's deltas go straight into the message, no Chunk is made
         observed = getattr(hooks, "chunks_observed", None)
         self._unobserved = not plan.transforms and observed is not None and not observed()
+        wants = getattr(hooks, "wants", None)
+        self._wants_before_step = wants is None or bool(wants("before_step"))
+        self._wants_after_tool_call = wants is None or bool(wants("after_tool_call"))
 
     # ----------------------------------------------------------------------------------------- plumbing
 
@@ -327,9 +333,13 @@ class TurnLoop:
 
     async def _step(self, step_number: int) -> bool:
         plan = self.plan
-        prep = sharing(PrepareStepContext(steps=list(self.steps), step_number=step_number, model=plan.model),
-                       self.messages)
-        step_cfg = await self.hooks.before_step(prep) or StepConfig()
+        step_cfg: StepConfig | None = None
+        if self._wants_before_step:
+            prep = sharing(PrepareStepContext(steps=list(self.steps), step_number=step_number, model=plan.model),
+                           self.messages)
+            step_cfg = await self.hooks.before_step(prep)
+        if step_cfg is None:
+            step_cfg = _NO_STEP_CONFIG
         request = self._request(step_cfg)
         active = step_cfg.active_tools if step_cfg.active_tools is not None else plan.active_tools
         self.assistant["parts"].append({"type": "step-start"})
@@ -351,7 +361,7 @@ class TurnLoop:
             if raw_usage is not None:
                 usage = _usage(raw_usage)
             for choice in getattr(raw, "choices", None) or []:
-                delta = choice.delta
+                delta = stream_field(choice, "delta")  # litellm keeps it outside __dict__: no pydantic __getattr__
                 piece = stream_field(delta, "reasoning_content")
                 if piece:
                     if not unobserved:
@@ -387,8 +397,9 @@ class TurnLoop:
                         if not unobserved:
                             await self._emit(Chunk(type="tool-input-delta", text=fn.arguments,
                                                    tool_call_id=pending.id, id=pending.id))
-                if choice.finish_reason:
-                    finish_raw = choice.finish_reason
+                finish = stream_field(choice, "finish_reason")
+                if finish:
+                    finish_raw = finish
         self._chat = None
         chat.end(response_model=request["model"], response_id=response_id, finish_reason=finish_raw,
                  input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
@@ -568,6 +579,15 @@ class TurnLoop:
                                        output=output, dynamic=tool.dynamic or None))
         else:
             part.update(state="output-error", errorText=str(error) or type(error).__name__)
+        if self._wants_after_tool_call:
+            await self._after_tool_call(call, value, tool, step_number, duration_ms, success, output, error)
+        return ToolResultRecord(
+            tool_call_id=call.id, tool_name=call.name, input=value, output=output if success else None,
+            error=None if success else str(error), success=success, dynamic=tool.dynamic or None,
+        )
+
+    async def _after_tool_call(self, call: _PendingCall, value: Any, tool: Tool, step_number: int,
+                               duration_ms: float, success: bool, output: Any, error: BaseException | None) -> None:
         await self.hooks.after_tool_call(
             sharing(ToolCallResultContext(
                 tool_call_id=call.id,
@@ -580,8 +600,4 @@ class TurnLoop:
                 output=output if success else None,
                 error=error,
             ), self.messages)
-        )
-        return ToolResultRecord(
-            tool_call_id=call.id, tool_name=call.name, input=value, output=output if success else None,
-            error=None if success else str(error), success=success, dynamic=tool.dynamic or None,
         )

@@ -541,4 +541,19 @@ class Agent:
         task.add_done_callback(self._background.discard)
 
 
+#: Agent's own turn hooks as defined above: each does nothing and reads nothing. While an agent's hook is still one of
+#: these (the subclass did not override it, nothing was set on the instance or patched on the class), the turn does
+#: not call it at all: no context copied for it, no call, no await, no coercion of its None (issue 16 item 2).
+_NOOP_HOOKS: dict[str, Any] = {name: Agent.__dict__[name] for name in (
+    "before_turn", "before_step", "before_tool_call", "after_tool_call", "on_step_finish", "on_chunk",
+    "on_chat_response",
+)}
+
+
+def noop_hooks(agent: Agent) -> frozenset[str]:
+    """The names of `agent`'s turn hooks that are Agent's own no-ops (checked once per turn, not per event)."""
+    return frozenset(name for name, fn in _NOOP_HOOKS.items()
+                     if getattr(getattr(agent, name), "__func__", None) is fn)
+
+
 __all__ = ["Agent", "default_context_overflow_classifier"]

@@ -98,15 +98,19 @@ class HookChain:
     """The five hooks of one turn: the subclass, then the extensions."""
 
     def __init__(self, agent: Agent, manager: ExtensionManager | None, turn: TurnRecord) -> None:
+        from ._agent import noop_hooks
+
         self.a = agent
         self.m = manager
         self.turn = turn
+        self.skip = noop_hooks(agent)  # the subclass's hooks that are Agent's no-ops: not called this turn
 
     async def before_turn(self, ctx: TurnContext, tools: dict[str, Tool], continuation: bool,
                           body: dict[str, Any] | None) -> tuple[TurnConfig, dict[str, Any]]:
         """The turn's TurnConfig (subclass, then the extensions' granted fields) and the extensions' maps
         (headers/providerOptions) for the plan. Adds the config's own tools to `tools`."""
-        cfg: TurnConfig = coerce(TurnConfig, await maybe_await(self.a.before_turn(ctx)), "before_turn") or TurnConfig()
+        cfg: TurnConfig = (TurnConfig() if "before_turn" in self.skip else
+                           coerce(TurnConfig, await maybe_await(self.a.before_turn(ctx)), "before_turn") or TurnConfig())
         for name, value in (cfg.tools or {}).items():
             tools[name] = as_tool(name, value)
         if self.m is None:
@@ -139,12 +143,14 @@ class HookChain:
             self.turn.deny(self.turn.provenance.get(path, ""), path, reason)
 
     async def before_step(self, ctx: PrepareStepContext) -> StepConfig | None:
+        if "before_step" in self.skip:
+            return None
         return coerce(StepConfig, await maybe_await(self.a.before_step(for_hook(self.a, "before_step", ctx))),
                       "before_step")
 
     async def decide(self, ctx: ToolCallContext, tool: Tool) -> ToolCallDecision:
-        decision = coerce(ToolCallDecision, await maybe_await(self.a.before_tool_call(
-            for_hook(self.a, "before_tool_call", ctx))), "before_tool_call")
+        decision = None if "before_tool_call" in self.skip else coerce(ToolCallDecision, await maybe_await(
+            self.a.before_tool_call(for_hook(self.a, "before_tool_call", ctx))), "before_tool_call")
         decision = decision or ToolCallDecision()
         if self.m is None:
             return decision
@@ -185,7 +191,8 @@ class HookChain:
                 await asyncio.gather(*pending, return_exceptions=True)
 
     async def after_tool_call(self, ctx: ToolCallResultContext) -> None:
-        await maybe_await(self.a.after_tool_call(for_hook(self.a, "after_tool_call", ctx)))
+        if "after_tool_call" not in self.skip:
+            await maybe_await(self.a.after_tool_call(for_hook(self.a, "after_tool_call", ctx)))
         if self.m is not None:
             self.m.after_tool_call(
                 ToolResultSnapshot(
@@ -198,7 +205,8 @@ class HookChain:
             )
 
     async def on_step_finish(self, ctx: StepContext) -> None:
-        await maybe_await(self.a.on_step_finish(ctx))
+        if "on_step_finish" not in self.skip:
+            await maybe_await(self.a.on_step_finish(ctx))
         if self.m is not None:
             self.m.on_step_finish(
                 StepSnapshot(
@@ -210,17 +218,23 @@ class HookChain:
                 self.turn.context,
             )
 
+    def wants(self, hook: str) -> bool:
+        """Whether the loop need build `hook`'s context at all: the subclass overrides the hook or, for an
+        observation, extensions may see it (before_step is the subclass's alone)."""
+        if hook == "before_step":
+            return hook not in self.skip
+        return hook not in self.skip or self.m is not None
+
     def chunks_observed(self) -> bool:
         """Whether anyone sees this turn's chunks: an ``on_chunk`` of the Agent subclass (or one set on the instance),
         or an extension that observes onChunk (known once beforeTurn ran). If not, the loop makes no chunks."""
-        from ._agent import Agent
-
-        if getattr(self.a.on_chunk, "__func__", None) is not Agent.on_chunk:
+        if "on_chunk" not in self.skip:
             return True
         return self.m is not None and self.turn.chunk_subscribed
 
     async def on_chunk(self, ctx: ChunkContext) -> None:
-        await maybe_await(self.a.on_chunk(ctx))
+        if "on_chunk" not in self.skip:
+            await maybe_await(self.a.on_chunk(ctx))
         if self.m is not None and self.turn.chunk_subscribed:
             c = ctx.chunk  # the per-chunk path: no snapshot model (host/extensions/_chunk_item.py)
             self.m.on_chunk_fields(c.type, c.text, c.tool_name, c.tool_call_id, self.turn.context)

@@ -28,6 +28,7 @@ from ._chat_errors import TurnAborted  # noqa: E402
 from ._hook_messages import copied, sharing  # noqa: E402
 from ._litellm_work import quiet_context, quiet_flag  # noqa: E402
 from ._session import maybe_await  # noqa: E402
+from ._stall_watch import StallWatch  # noqa: E402
 from ._stream_fields import stream_field  # noqa: E402
 from ._tools import Tool, ToolInputError  # noqa: E402
 from ._types import (  # noqa: E402
@@ -48,6 +49,7 @@ from ._ui_messages import finalize, tool_part  # noqa: E402
 
 logger = logging.getLogger("hookwire.agent")
 
+_NO_STEP_CONFIG = StepConfig()  # before_step's answer when it changes nothing (read only, never changed)
 _FINISH = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}
 
 
@@ -59,6 +61,8 @@ class LoopHooks(Protocol):
     async def on_step_finish(self, ctx: StepContext) -> None: ...
     async def on_chunk(self, ctx: ChunkContext) -> None: ...
     # optional: def chunks_observed(self) -> bool — False: nobody sees the chunks (no on_chunk calls are made)
+    # optional: def wants(self, hook: str) -> bool — False: the hook would ignore its context ("before_step",
+    # "after_tool_call"): the loop neither builds it nor calls the hook
 
 
 @dataclass
@@ -137,108 +141,95 @@ class TurnLoop:
         self.messages: list[dict[str, Any]] = list(plan.messages)
         self._history_len = len(plan.messages)  # self.messages[:_history_len] is the history; the rest, this turn's
         self._abort_task: asyncio.Task[Any] | None = None
+        self._watch: StallWatch | None = None  # the abort and stall watchdog of the loop's waits (run())
         self._chat: telemetry.ChatSpan | None = None  # the model call in flight (its span)
         # no transform and no on_chunk listener: the stream's deltas go straight into the message, no Chunk is made
         observed = getattr(hooks, "chunks_observed", None)
         self._unobserved = not plan.transforms and observed is not None and not observed()
+        wants = getattr(hooks, "wants", None)
+        self._wants_before_step = wants is None or bool(wants("before_step"))
+        self._wants_after_tool_call = wants is None or bool(wants("after_tool_call"))
 
     # ----------------------------------------------------------------------------------------- plumbing
 
-    async def _race(self, aw: Any, timeout: float | None, what: str,
-                    context: contextvars.Context | None = None) -> Any:
-        """Await ``aw`` unless the turn is aborted first or ``timeout`` (stall watchdog) passes. ``context``: the
+    def _ended(self, reason: str, what: str) -> BaseException:
+        """The error that ends a wait the watch cut short: the turn's abort, or the stall watchdog's."""
+        if reason == "abort" or self.abort.is_set():
+            return TurnAborted()
+        return ChatStreamStallError(
+            f"model stream stalled: no chunk for {int((self.plan.stall_timeout_s or 0) * 1000)} ms ({what}); "
+            "raise chat_stream_stall_timeout_ms or set it to 0 to disable the watchdog"
+        )
+
+    async def _race(self, aw: Any, stall: bool, what: str, context: contextvars.Context | None = None) -> Any:
+        """Await ``aw`` unless the turn is aborted first or (``stall``) the stall watchdog fires. ``context``: the
         contextvars a coroutine ``aw`` runs in (a model call with litellm's bookkeeping off). A coroutine runs in a
-        task of its own (its contextvars stay its own), awaited in this task under an `asyncio.timeout` that the
-        turn's abort reschedules to now, as `_chunks` does (no `asyncio.wait`: no waiter, set or done callbacks, one
-        trip round the loop fewer)."""
+        task of its own (its contextvars stay its own), awaited in this task under the loop's StallWatch
+        (host/turn/_stall_watch.py), which cancels this wait on the abort or a stall (no asyncio.wait, no
+        asyncio.timeout: no waiter, set or done callbacks, no timer per wait)."""
         task = (asyncio.ensure_future(aw) if context is None
                 else asyncio.get_running_loop().create_task(aw, context=context.copy()))
-        assert self._abort_task is not None
-        loop = asyncio.get_running_loop()
-        waiting: list[asyncio.Timeout] = []
-
-        def on_abort(_: Any) -> None:
-            if waiting:
-                waiting[0].reschedule(loop.time())
-
-        if self._abort_task.done():  # aborted already: don't start waiting
+        watch = self._watch
+        assert watch is not None
+        if not watch.arm(stall):  # aborted already: don't start waiting
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
             raise TurnAborted()
         me = asyncio.current_task()
         cancels = me.cancelling() if me is not None else 0
-        self._abort_task.add_done_callback(on_abort)
         try:
-            async with asyncio.timeout(timeout) as cm:
-                waiting.append(cm)
-                result = await task  # a cancellation of this task (the caller's, the watchdog's) cancels `task` too
+            result = await task  # a cancellation of this task (the caller's, the watch's) cancels `task` too
+        except asyncio.CancelledError:
+            reason = watch.claim()
+            if reason is None:
+                raise
+        else:
+            reason = None
+        finally:
+            late = watch.disarm()  # the watch fired but `task` swallowed the cancellation and returned
+        if reason is None:
             if me is not None and me.cancelling() > cancels:  # the caller cancelled, and `task` ignored it
                 raise asyncio.CancelledError()
-            return result
-        except TimeoutError:
-            if not cm.expired():  # `aw`'s own TimeoutError, not the watchdog's
-                raise
-        finally:
-            waiting.clear()
-            self._abort_task.remove_done_callback(on_abort)
+            if late is None:
+                return result
+            reason = late
         if not task.done():  # `task` was cancelled with this task's wait; let it finish unwinding
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-        if self.abort.is_set():
-            raise TurnAborted()
-        raise ChatStreamStallError(
-            f"model stream stalled: no chunk for {int((timeout or 0) * 1000)} ms ({what}); "
-            "raise chat_stream_stall_timeout_ms or set it to 0 to disable the watchdog"
-        )
+        raise self._ended(reason, what)
 
     async def _chunks(self, stream: Any, context: contextvars.Context | None = None) -> AsyncIterator[Any]:
-        """The stream's chunks, each awaited in this task (no task per chunk, unlike `_race`): an `asyncio.timeout`
-        per chunk is the stall watchdog, and the turn's abort ends the wait at once by rescheduling it. With a quiet
-        `context` (litellm's bookkeeping off), its flag is set only while litellm produces the chunk, never while
-        the caller handles it."""
+        """The stream's chunks, each awaited in this task (no task per chunk, unlike `_race`) under the loop's
+        StallWatch: the stall watchdog, and the turn's abort ending the wait at once. With a quiet `context`
+        (litellm's bookkeeping off), its flag is set only while litellm produces the chunk, never while the caller
+        handles it."""
         it = stream.__aiter__()
-        timeout = self.plan.stall_timeout_s
-        loop = asyncio.get_running_loop()
         quiet = context is not None and context.get(quiet_flag, False)
-        waiting: list[asyncio.Timeout] = []  # the chunk wait in progress, for the abort to end
-
-        def on_abort(_: Any) -> None:
-            if waiting:
-                waiting[0].reschedule(loop.time())
-
-        assert self._abort_task is not None
-        self._abort_task.add_done_callback(on_abort)
-        try:
-            while True:
-                if self.abort.is_set():
-                    raise TurnAborted()
-                token = quiet_flag.set(True) if quiet else None
-                try:
-                    async with asyncio.timeout(timeout) as cm:
-                        waiting.append(cm)
-                        try:
-                            chunk = await it.__anext__()
-                        finally:
-                            waiting.clear()
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    if not cm.expired():  # the stream's own TimeoutError, not the watchdog's: the model call failed
-                        raise
-                    if self.abort.is_set():
-                        raise TurnAborted() from None
-                    raise ChatStreamStallError(
-                        f"model stream stalled: no chunk for {int((timeout or 0) * 1000)} ms (waiting for the next "
-                        "chunk); raise chat_stream_stall_timeout_ms or set it to 0 to disable the watchdog"
-                    ) from None
-                finally:
-                    if token is not None:
-                        quiet_flag.reset(token)
-                yield chunk
-        finally:
-            self._abort_task.remove_done_callback(on_abort)
+        watch = self._watch
+        assert watch is not None
+        what = "waiting for the next chunk"
+        while True:
+            if not watch.arm(True):
+                raise TurnAborted()
+            token = quiet_flag.set(True) if quiet else None
+            try:
+                chunk = await it.__anext__()
+            except StopAsyncIteration:
+                return
+            except asyncio.CancelledError:
+                reason = watch.claim()
+                if reason is None:
+                    raise
+                raise self._ended(reason, what) from None
+            finally:
+                late = watch.disarm()
+                if token is not None:
+                    quiet_flag.reset(token)
+            if late is not None:  # the stream swallowed the watch's cancellation and produced a chunk
+                raise self._ended(late, what)
+            yield chunk
 
     async def _emit(self, chunk: Chunk) -> Chunk | None:
         if self._unobserved:
@@ -263,6 +254,8 @@ class TurnLoop:
 
     async def run(self) -> list[StepContext]:
         self._abort_task = asyncio.ensure_future(self.abort.wait())
+        self._watch = watch = StallWatch(self.abort, self.plan.stall_timeout_s)
+        self._abort_task.add_done_callback(watch.on_abort)
         try:
             for step_number in range(max(1, self.plan.max_steps)):
                 if self.abort.is_set():
@@ -282,6 +275,7 @@ class TurnLoop:
                     break
             return self.steps
         finally:
+            watch.close()
             self._abort_task.cancel()
             with contextlib.suppress(BaseException):
                 await self._abort_task
@@ -339,9 +333,13 @@ class TurnLoop:
 
     async def _step(self, step_number: int) -> bool:
         plan = self.plan
-        prep = sharing(PrepareStepContext(steps=list(self.steps), step_number=step_number, model=plan.model),
-                       self.messages)
-        step_cfg = await self.hooks.before_step(prep) or StepConfig()
+        step_cfg: StepConfig | None = None
+        if self._wants_before_step:
+            prep = sharing(PrepareStepContext(steps=list(self.steps), step_number=step_number, model=plan.model),
+                           self.messages)
+            step_cfg = await self.hooks.before_step(prep)
+        if step_cfg is None:
+            step_cfg = _NO_STEP_CONFIG
         request = self._request(step_cfg)
         active = step_cfg.active_tools if step_cfg.active_tools is not None else plan.active_tools
         self.assistant["parts"].append({"type": "step-start"})
@@ -350,8 +348,7 @@ class TurnLoop:
 
         self._chat = chat = telemetry.ChatSpan(request["model"])  # ended below, or by run() if this step raises
         quiet = quiet_context(plan.litellm_bookkeeping, request)  # None: litellm prices and logs the call as usual
-        stream = await self._race(litellm.acompletion(**request), plan.stall_timeout_s, "waiting for the response",
-                                  quiet)
+        stream = await self._race(litellm.acompletion(**request), True, "waiting for the response", quiet)
         text, reasoning = "", ""
         calls: dict[int, _PendingCall] = {}
         finish_raw: str | None = None
@@ -364,7 +361,7 @@ class TurnLoop:
             if raw_usage is not None:
                 usage = _usage(raw_usage)
             for choice in getattr(raw, "choices", None) or []:
-                delta = choice.delta
+                delta = stream_field(choice, "delta")  # litellm keeps it outside __dict__: no pydantic __getattr__
                 piece = stream_field(delta, "reasoning_content")
                 if piece:
                     if not unobserved:
@@ -400,8 +397,9 @@ class TurnLoop:
                         if not unobserved:
                             await self._emit(Chunk(type="tool-input-delta", text=fn.arguments,
                                                    tool_call_id=pending.id, id=pending.id))
-                if choice.finish_reason:
-                    finish_raw = choice.finish_reason
+                finish = stream_field(choice, "finish_reason")
+                if finish:
+                    finish_raw = finish
         self._chat = None
         chat.end(response_model=request["model"], response_id=response_id, finish_reason=finish_raw,
                  input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
@@ -438,7 +436,7 @@ class TurnLoop:
         if runnable:
             outcomes = await self._race(
                 asyncio.gather(*(self._run_tool(c, v, t, step_number, parts[i]) for i, c, v, t in runnable)),
-                None,
+                False,
                 "tools",
             )
             for (i, _c, _v, _t), outcome in zip(runnable, outcomes):
@@ -581,6 +579,15 @@ class TurnLoop:
                                        output=output, dynamic=tool.dynamic or None))
         else:
             part.update(state="output-error", errorText=str(error) or type(error).__name__)
+        if self._wants_after_tool_call:
+            await self._after_tool_call(call, value, tool, step_number, duration_ms, success, output, error)
+        return ToolResultRecord(
+            tool_call_id=call.id, tool_name=call.name, input=value, output=output if success else None,
+            error=None if success else str(error), success=success, dynamic=tool.dynamic or None,
+        )
+
+    async def _after_tool_call(self, call: _PendingCall, value: Any, tool: Tool, step_number: int,
+                               duration_ms: float, success: bool, output: Any, error: BaseException | None) -> None:
         await self.hooks.after_tool_call(
             sharing(ToolCallResultContext(
                 tool_call_id=call.id,
@@ -593,8 +600,4 @@ class TurnLoop:
                 output=output if success else None,
                 error=error,
             ), self.messages)
-        )
-        return ToolResultRecord(
-            tool_call_id=call.id, tool_name=call.name, input=value, output=output if success else None,
-            error=None if success else str(error), success=success, dynamic=tool.dynamic or None,
         )

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._errors import StoreError, StoreVersionError
-from . import _journal_sql, _transcript_cache
+from . import _journal_sql, _store_sql, _transcript_cache
 from ._journal import DraftFields, JournalDraft, JournalRow
 from ._store_thread import StoreThread
 from ._transcript_cache import TranscriptCache
@@ -98,13 +98,13 @@ def _check_message(session_id: str, message: Any) -> tuple[str, str, str]:
 
 def _transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
     """``fn`` in one write transaction (``BEGIN IMMEDIATE``: the write lock up front), rolled back if it raises."""
-    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(_store_sql.BEGIN)
     try:
         result = fn(conn)
     except BaseException:
-        conn.execute("ROLLBACK")
+        conn.execute(_store_sql.ROLLBACK)
         raise
-    conn.execute("COMMIT")
+    conn.execute(_store_sql.COMMIT)
     return result
 
 
@@ -204,19 +204,13 @@ class MessageStore:
         msg_id, role, data = _check_message(session_id, message)
 
         def op(conn: sqlite3.Connection) -> None:
-            before = _transcript_cache.version(conn, session_id)
-            now = time.time()
             try:
-                conn.execute(
-                    "INSERT INTO messages (session_id, seq, id, role, data, created_at, updated_at) "
-                    "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?), ?, ?, ?, ?, ?)",
-                    (session_id, session_id, msg_id, role, data, now, now),
-                )
+                conn.execute(_store_sql.APPEND_MESSAGE, (session_id, msg_id, role, data, time.time()))
             except sqlite3.IntegrityError as exc:
                 raise StoreError(
                     f"message {msg_id!r} already exists in session {session_id!r}; use upsert() to replace it"
                 ) from exc
-            self._transcripts.wrote(conn, session_id, msg_id, data, before)
+            self._transcripts.wrote(conn, session_id, msg_id, data)
 
         await self._written(session_id, op)
 
@@ -227,19 +221,10 @@ class MessageStore:
 
     def _upsert_row(self, conn: sqlite3.Connection, session_id: str, msg_id: str, role: str, data: str) -> None:
         """upsert's write (inside its transaction, on the worker thread), the cached transcript kept up to date."""
-        before = _transcript_cache.version(conn, session_id)
         now = time.time()
-        cur = conn.execute(
-            "UPDATE messages SET role = ?, data = ?, updated_at = ? WHERE session_id = ? AND id = ?",
-            (role, data, now, session_id, msg_id),
-        )
-        if cur.rowcount == 0:
-            conn.execute(
-                "INSERT INTO messages (session_id, seq, id, role, data, created_at, updated_at) "
-                "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?), ?, ?, ?, ?, ?)",
-                (session_id, session_id, msg_id, role, data, now, now),
-            )
-        self._transcripts.wrote(conn, session_id, msg_id, data, before)
+        if conn.execute(_store_sql.INSERT_NEW_MESSAGE, (session_id, msg_id, role, data, now)).rowcount == 0:
+            conn.execute(_store_sql.UPDATE_MESSAGE, (role, data, now, session_id, msg_id))
+        self._transcripts.wrote(conn, session_id, msg_id, data)
 
     async def upsert_then_transcript(self, session_id: str,
                                      messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:

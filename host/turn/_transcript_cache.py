@@ -26,6 +26,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._store_sql import TRANSCRIPT_ROWS, TRANSCRIPT_VERSION
+
 MAX_SESSIONS = 256
 
 #: The version table and its triggers. Idempotent (run at every open, inside the open's write transaction), and
@@ -77,7 +79,7 @@ PG_VERSION = "SELECT version FROM hookwire_transcript_versions WHERE session_id 
 
 def version(conn: sqlite3.Connection, session_id: str) -> int:
     """The session's transcript version (0: never written)."""
-    row = conn.execute("SELECT version FROM transcript_versions WHERE session_id = ?", (session_id,)).fetchone()
+    row = conn.execute(TRANSCRIPT_VERSION, (session_id,)).fetchone()
     return 0 if row is None else int(row[0])
 
 
@@ -140,13 +142,17 @@ class TranscriptCache:
         hit = self.cached(session_id, current)
         if hit is not None:
             return hit
-        rows = conn.execute("SELECT data FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)).fetchall()
+        rows = conn.execute(TRANSCRIPT_ROWS, (session_id,)).fetchall()
         return self.fill(session_id, current, [json.loads(row[0]) for row in rows])
 
-    def wrote(self, conn: sqlite3.Connection, session_id: str, msg_id: str, data: str, before: int) -> None:
-        """`wrote_one` with the version after the write read here (the write transaction is still open)."""
-        if session_id in self._entries:
-            self.wrote_one(session_id, msg_id, data, before, version(conn, session_id))
+    def wrote(self, conn: sqlite3.Connection, session_id: str, msg_id: str, data: str) -> None:
+        """`wrote_one` for a one-row write made inside this SQLite write transaction (still open): only the version
+        after it is read. SQLite's write lock (BEGIN IMMEDIATE) keeps every other writer out from before the write to
+        now, and versions only grow, so the version before it was the entry's exactly when the one after it is the
+        entry's plus one (anyone else's write in between would have made it at least plus two)."""
+        entry = self._entries.get(session_id)
+        if entry is not None:
+            self.wrote_one(session_id, msg_id, data, entry.version, version(conn, session_id))
 
     def drop(self, session_id: str) -> None:
         self._entries.pop(session_id, None)

@@ -128,6 +128,10 @@ class TurnRunner:
         return result
 
     async def respond(self, result: ChatResponseResult) -> None:
+        from ._agent import noop_hooks
+
+        if "on_chat_response" in noop_hooks(self.a):  # Agent's own: does nothing
+            return
         try:
             await maybe_await(self.a.on_chat_response(result))
         except Exception:

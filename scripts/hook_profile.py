@@ -2,8 +2,11 @@
 
 For profiling the host's side of one hook call:
     .venv/bin/python scripts/hook_profile.py [N] [--cprofile]
-    valgrind --tool=callgrind --dump-instr=no --collect-atstart=no --toggle-collect='*hook_profile_toggle*' ...
-The timed loop runs inside `hook_profile_toggle`'s window only when CALLGRIND is set (see `_measure`).
+For instructions per call, run it under callgrind twice with different N and take the difference over the difference
+in N (start-up and warm-up cancel out):
+    valgrind --tool=callgrind --dump-instr=no .venv/bin/python scripts/hook_profile.py 300
+    valgrind --tool=callgrind --dump-instr=no .venv/bin/python scripts/hook_profile.py 1300
+The extension's side: scripts/callgrind_hook_ext.py; loop iterations, syscalls and CPU by thread: scripts/loop_hops.py.
 """
 
 from __future__ import annotations

@@ -550,10 +550,14 @@ _NOOP_HOOKS: dict[str, Any] = {name: Agent.__dict__[name] for name in (
 )}
 
 
+def is_noop_hook(agent: Agent, name: str) -> bool:
+    """Whether `agent`'s turn hook `name` is still Agent's own no-op."""
+    return getattr(getattr(agent, name), "__func__", None) is _NOOP_HOOKS[name]
+
+
 def noop_hooks(agent: Agent) -> frozenset[str]:
     """The names of `agent`'s turn hooks that are Agent's own no-ops (checked once per turn, not per event)."""
-    return frozenset(name for name, fn in _NOOP_HOOKS.items()
-                     if getattr(getattr(agent, name), "__func__", None) is fn)
+    return frozenset(name for name in _NOOP_HOOKS if is_noop_hook(agent, name))
 
 
 __all__ = ["Agent", "default_context_overflow_classifier"]

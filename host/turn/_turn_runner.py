@@ -128,9 +128,9 @@ class TurnRunner:
         return result
 
     async def respond(self, result: ChatResponseResult) -> None:
-        from ._agent import noop_hooks
+        from ._agent import is_noop_hook
 
-        if "on_chat_response" in noop_hooks(self.a):  # Agent's own: does nothing
+        if is_noop_hook(self.a, "on_chat_response"):  # Agent's own: does nothing
             return
         try:
             await maybe_await(self.a.on_chat_response(result))

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ext_helpers import write_manifest
+from ext_helpers import hooks_manifest, write_manifest
 
-from host import CallContext, ChunkSnapshot, ExtensionManager, ExtensionToolError, ExtensionUnloadedError, TraceEvent
+from host import (CallContext, ChunkSnapshot, ExtensionManager, ExtensionToolError, ExtensionUnloadedError, ToolCallSnapshot,
+                  TraceEvent)
 
 
 @pytest.fixture(autouse=True)
@@ -233,3 +234,32 @@ async def test_a_prelude_handler_error_is_reported_by_the_next_flush(
     errors = [t for t in traces if t.outcome == "error"]
     assert [(t.hook, t.extension) for t in errors] == [("onChunk", "wire")]
     assert "this chunk is bad" in errors[0].detail
+
+
+class _ReadLog:
+    """The connection's Connect call, its reads logged (every other attribute passed through)."""
+
+    def __init__(self, call: Any, log: list[str]) -> None:
+        self._call, self._log = call, log
+
+    def read(self) -> Any:
+        self._log.append("next read started")
+        return self._call.read()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._call, name)
+
+
+async def test_an_awaited_hooks_caller_resumes_before_the_reader_starts_its_next_read(
+    manager: ExtensionManager, tmp_path: Path
+) -> None:
+    await manager.load(hooks_manifest(tmp_path, "guard", hooks={"beforeToolCall": {"decisions": True}}))
+    conn = manager._registry.exts["hooks-guard"].conn  # noqa: SLF001 - the reader's order is what is tested
+    assert conn is not None and conn.streaming
+    log: list[str] = []
+    conn._stream = _ReadLog(conn._stream, log)  # noqa: SLF001 - the read in flight is the old one; the next is logged
+    decision = await manager.before_tool_call(ToolCallSnapshot(tool_name="rm", tool_call_id="c1", input={}))
+    log.append("caller resumed")
+    await asyncio.sleep(0.05)  # the reader goes on to its next read
+    assert decision is not None and decision.action == "block"
+    assert log == ["caller resumed", "next read started"]

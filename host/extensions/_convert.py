@@ -170,21 +170,45 @@ def turn_to_proto(snapshot: TurnSnapshot, system: str, tool_names: list[str]) ->
 
 
 def tool_call_to_proto(s: ToolCallSnapshot) -> pb.ToolCallSnapshot:
+    msg = pb.ToolCallSnapshot()
+    fill_tool_call(msg, s)
+    return msg
+
+
+def fill_tool_call(msg: pb.ToolCallSnapshot, s: ToolCallSnapshot) -> None:
+    """Set an empty ToolCallSnapshot message's fields from `s` (what `tool_call_to_proto` returns, in place: the
+    snapshot inside a frame is filled without a message built and copied into it)."""
     name, call_id = s.tool_name, s.tool_call_id
     text, size = json_text_and_size(s.input)
     if size <= MAX_VALUE_BYTES and len(name) <= 1024 and len(call_id) <= 1024 and name.isascii() and call_id.isascii():
         # the common case, within every cap (2 KiB of names leave the input its whole MAX_VALUE_BYTES): no Budget,
         # the input encoded once
-        msg = pb.ToolCallSnapshot(tool_name=name, tool_call_id=call_id, input_json=text)
+        msg.tool_name = name
+        msg.tool_call_id = call_id
+        msg.input_json = text
     else:
         budget = Budget()
-        msg = pb.ToolCallSnapshot(tool_name=budget.text(name, 1024), tool_call_id=budget.text(call_id, 1024),
-                                  input_json=budget.json(s.input))
+        msg.tool_name = budget.text(name, 1024)
+        msg.tool_call_id = budget.text(call_id, 1024)
+        msg.input_json = budget.json(s.input)
     if s.step_number is not None:
         msg.step_number = s.step_number
     if s.dynamic is not None:
         msg.dynamic = s.dynamic
-    return msg
+
+
+def fill_context(msg: pb.CallContext, context: CallContext) -> None:
+    """Set an empty CallContext message's fields from `context` (what `context_to_proto` returns, in place); the
+    message is set in its parent even when every field is empty, as a copied-in context is."""
+    msg.SetInParent()
+    if context.session_id:  # an empty (or None) field is left unset, as the keyword constructor leaves it
+        msg.session_id = context.session_id
+    if context.request_id:
+        msg.request_id = context.request_id
+    if context.traceparent:
+        msg.traceparent = context.traceparent
+    if context.tracestate:
+        msg.tracestate = context.tracestate
 
 
 def tool_result_to_proto(s: ToolResultSnapshot) -> pb.ToolResultSnapshot:

@@ -39,6 +39,8 @@ from ._convert import (
     camel,
     chunk_to_observation,
     context_to_proto,
+    fill_context,
+    fill_tool_call,
     patch_from_proto,
     step_to_proto,
     tool_call_to_proto,
@@ -76,9 +78,12 @@ log = logging.getLogger("hookwire.extensions")
 # -- one awaited call ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reply:
-    """An extension answered an awaited hook with a frame of the right kind."""
+    """An extension answered an awaited hook with a frame of the right kind.
+
+    Not frozen (nothing changes it after the call): a frozen dataclass sets each field through object.__setattr__,
+    and every awaited hook makes one."""
 
     frame: pb.ExtensionFrame
     ms: float
@@ -129,10 +134,10 @@ async def call_hook(ext: ExtensionRuntime, hook: str, frame: pb.HostFrame, conte
     # CallContext.deadline_unix_ms: when the host stops waiting (absolute, so it survives queueing on the wire)
     getattr(frame, body or "").context.deadline_unix_ms = int((time.time() + timeout) * 1000)
     try:
-        if egress is not None:
-            with egress.during(ext.name, context):
+        if egress is not None and context is not None and egress.serves(ext.name):
+            with egress.during(ext.name, context):  # its egress proxy attributes connections to this call
                 reply = await conn.call(frame, timeout)
-        else:
+        else:  # no proxy (or no context to attribute to): no context manager on the awaited hook's path
             reply = await conn.call(frame, timeout)
     except TimeoutError:
         return Failure("timeout", f"no reply within {timeout * 1000:.0f} ms{note}", (time.perf_counter() - t0) * 1000)
@@ -335,11 +340,22 @@ class Dispatcher:
         subs = self._registry.subscribers("beforeToolCall")
         if not subs:
             return None
-        snap = tool_call_to_proto(snapshot)
         if subs is not self._split_of:  # the registry makes a new list when its subscribers change
             self._split = ([ext for ext in subs if ext.deciders], [ext for ext in subs if not ext.deciders])
             self._split_of = subs
         deciders, observers = self._split
+        if not observers and len(deciders) == 1 and deciders[0].tool_hook.phase == "validate":
+            # the common case: one validator and no observer (no mutator, so no input change to name; its decision is
+            # the final one). Its frame is filled in place: no snapshot or context message built and copied into it.
+            frame = pb.HostFrame()
+            request = frame.before_tool_call
+            if context is not None:
+                fill_context(request.context, context)
+            fill_tool_call(request.snapshot, snapshot)
+            request.want_decision = True
+            return await ask_decider(deciders[0], None, request.snapshot, context, deadline, self._call, self._trace,
+                                     "validate", frame)
+        snap = tool_call_to_proto(snapshot)
         if observers:
             self.tally.add(context, "beforeToolCall")
             self.broadcast(observers, pb.Observation(before_tool_call=snap), context, False)
@@ -506,4 +522,4 @@ class Dispatcher:
 
 
 # _phases builds on this module's rules (Reply, Failure, fail_decision ...): imported once they exist, not per call
-from ._phases import decide_in_phases  # noqa: E402
+from ._phases import ask_decider, decide_in_phases  # noqa: E402

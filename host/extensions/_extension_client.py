@@ -126,8 +126,7 @@ class _ToolSink:
         self.bounds.discard_pending()
 
 
-def _raw(data: bytes) -> bytes:
-    return data
+_EOF = grpc.aio.EOF  # what a read returns at the end of the stream (read once per frame by the reader)
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -201,9 +200,9 @@ class ExtensionConnection:
             self._channel = grpc.aio.secure_channel(target, credentials, options=options)
         self._stub = extension_pb2_grpc.ExtensionStub(self._channel)
         # Connect replies are parsed by the reader (not by grpc), so an undecodable frame is rejected on its own
-        # instead of breaking the stream.
+        # instead of breaking the stream: no deserializer, grpc hands over the message's bytes as they are.
         self._connect = self._channel.stream_stream(
-            "/hookwire.v1.Extension/Connect", request_serializer=serialize, response_deserializer=_raw,
+            "/hookwire.v1.Extension/Connect", request_serializer=serialize, response_deserializer=None,
         )
         # Observation batches are pre-serialized bytes (host/extensions/_frames.py) on the unary path too.
         self._observe_rpc = self._channel.unary_unary(
@@ -816,7 +815,7 @@ class ExtensionConnection:
         try:
             while True:
                 raw = await self._stream.read()
-                if raw is grpc.aio.EOF:
+                if raw is _EOF:
                     raise ExtensionUnavailableError(
                         f"extension {self.name!r} closed its Connect stream", extension=self.name
                     )

@@ -44,26 +44,30 @@ HOOK = "beforeToolCall"
 
 async def ask_decider(ext: ExtensionRuntime, ctx: pb.CallContext | None, snap: pb.ToolCallSnapshot,
                       context: CallContext | None, deadline: float | None, call: HookCall,
-                      trace: Tracer, phase: str) -> ExtensionDecision | None:
+                      trace: Tracer, phase: str, frame: pb.HostFrame | None = None) -> ExtensionDecision | None:
     """One decider's beforeToolCall, in its phase and mode: the decision to apply, or None.
 
-    A shadow decider's answer is traced as what it would have done, and None is returned."""
+    `frame`: the request already built (its context and snapshot `snap` filled in, `ctx` then unused); None: built
+    here from `ctx` and `snap`. A shadow decider's answer is traced as what it would have done, and None is returned."""
     mode = ext.tool_hook.mode
     shadow = mode == "shadow"
-    frame = pb.HostFrame()  # filled in place: the same bytes as nested keyword construction, one copy less
-    request = frame.before_tool_call
-    if ctx is not None:  # None: no context (call_hook sets the context's deadline, so it is there anyway)
-        request.context.CopyFrom(ctx)
-    request.snapshot.CopyFrom(snap)
-    request.want_decision = True
+    if frame is None:
+        frame = pb.HostFrame()  # filled in place: the same bytes as nested keyword construction, one copy less
+        request = frame.before_tool_call
+        if ctx is not None:  # None: no context (call_hook sets the context's deadline, so it is there anyway)
+            request.context.CopyFrom(ctx)
+        request.snapshot.CopyFrom(snap)
+        request.want_decision = True
     answer = await call(ext, HOOK, frame, context, deadline)
-    if isinstance(answer, Reply) and answer.frame.before_tool_call.HasField("error"):
-        e = answer.frame.before_tool_call.error
-        answer = Failure("error", f"{e.name}: {e.message}", answer.ms)
+    if isinstance(answer, Reply):
+        resp = answer.frame.before_tool_call  # read once (each read of a submessage field makes a new wrapper)
+        if resp.HasField("error"):
+            e = resp.error
+            answer = Failure("error", f"{e.name}: {e.message}", answer.ms)
     if isinstance(answer, Failure):
         return fail_decision(ext, snap.tool_name, answer.outcome, answer.detail, answer.ms, context, trace,
                              answer.reason, mode=mode, phase=phase)
-    resp, ms = answer.frame.before_tool_call, answer.ms
+    ms = answer.ms
     outcome, detail, decision = "ok", "", None
     if resp.HasField("decision"):
         action, fields, problems = decision_from_proto(resp.decision)

@@ -58,6 +58,10 @@ class EgressProxies:
         if (proxy := self._proxies.get(name)) is not None:
             proxy.bind_peer(pid)
 
+    def serves(self, name: str) -> bool:
+        """Whether extension `name` has an egress proxy (else `during` is a no-op for it)."""
+        return bool(self._proxies) and name in self._proxies
+
     def during(self, name: str, context: Any) -> contextlib.AbstractContextManager[None]:
         """Attribute the extension's egress connections opened within this block to `context` (a CallContext)."""
         proxy = self._proxies.get(name) if self._proxies else None

@@ -14,6 +14,18 @@ def echo(msg: str) -> str:
     return f"pong: {msg}"
 
 
+class Lookup(Agent):
+    """One host tool, `lookup` (the key upper-cased), and not one hook overridden."""
+
+    def get_tools(self) -> dict[str, Any]:
+        @tool(description="Looks up a key", parameters={
+            "type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]})
+        def lookup(key: str) -> str:
+            return key.upper()
+
+        return {"lookup": lookup}
+
+
 def requests() -> list[dict[str, Any]]:
     return list(_scripted_model.last_requests)
 

@@ -14,24 +14,15 @@ import litellm
 import pytest
 from litellm.integrations.custom_logger import CustomLogger
 
-from host import SCRIPTED_MODEL, Agent, register_scripted_model
+from agent_helpers import Lookup
+
+from host import SCRIPTED_MODEL, register_scripted_model
 
 #: Two model calls: the tool call, then the answer.
 TOOL_TURN = '/tool lookup {"key": "a"}\n/next\ndone'
 
 _CALLBACK_LISTS = ("callbacks", "input_callback", "success_callback", "failure_callback", "service_callback",
                    "_async_input_callback", "_async_success_callback", "_async_failure_callback")
-
-
-class LookupAgent(Agent):
-    def get_tools(self) -> dict[str, Any]:
-        from host import tool
-
-        @tool(description="Looks up a key", parameters={"type": "object", "properties": {"key": {"type": "string"}}})
-        def lookup(key: str) -> str:
-            return key.upper()
-
-        return {"lookup": lookup}
 
 
 class CostSpy:
@@ -69,7 +60,7 @@ def _clean_callbacks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def run_turn(**options: Any) -> str:
-    async with LookupAgent(**options) as agent:
+    async with Lookup(**options) as agent:
         result = await agent.chat(TOOL_TURN)
     await asyncio.sleep(0.05)  # litellm's success logging runs in a task after the stream ends
     return str(result.message["content"] if result.message else result.error)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from host import Agent, tool
+from agent_helpers import Lookup
+
+from host import Agent
 from host.turn._agent import noop_hooks
 
 ALL = {"before_turn", "before_step", "before_tool_call", "after_tool_call", "on_step_finish", "on_chunk",
@@ -21,21 +23,9 @@ def test_a_plain_agent_has_only_no_op_hooks_and_an_override_is_not_one() -> None
     assert noop_hooks(Stepping()) == ALL - {"before_step"}
 
 
-class WithLookup(Agent):
-    """A tool, and not one hook overridden."""
-
-    def get_tools(self) -> dict[str, Any]:
-        @tool(description="Looks up a key", parameters={
-            "type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]})
-        def lookup(key: str) -> str:
-            return key.upper()
-
-        return {"lookup": lookup}
-
-
 async def test_hooks_set_on_the_instance_are_called_in_the_turn() -> None:
     seen: list[str] = []
-    async with WithLookup() as agent:
+    async with Lookup() as agent:
         agent.before_step = lambda ctx: seen.append(f"step {ctx.step_number}")  # type: ignore[method-assign]
         agent.after_tool_call = lambda ctx: seen.append(  # type: ignore[method-assign]
             f"result {ctx.tool_name} {ctx.output}")

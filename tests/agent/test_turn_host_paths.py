@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from agent_helpers import Lookup
+
 from host import Agent, Session, tool
 from host.turn import _scripted_model
 
@@ -39,16 +41,6 @@ class Waiting(Agent):
 
     def on_chat_response(self, result):  # type: ignore[no-untyped-def]
         self.responses.append(result.status)
-
-
-class Lookup(Agent):
-    def get_tools(self) -> dict[str, Any]:
-        @tool(description="Looks up a key", parameters={
-            "type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]})
-        def lookup(key: str) -> str:
-            return key.upper()
-
-        return {"lookup": lookup}
 
 
 async def test_aborting_while_a_tool_runs_ends_the_turn_as_aborted_and_cancels_the_tool() -> None:

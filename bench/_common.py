@@ -169,8 +169,10 @@ async def time_calls(n: int, call: Callable[[], Awaitable[Any]]) -> list[float]:
 # -- fixtures --------------------------------------------------------------------------------------
 
 
-def bench_manifest(name: str, hooks: Sequence[str] = (), *, tool: bool = False, decisions: bool = False) -> Manifest:
-    """A manifest for bench/extensions/bench_ext.py serving no-op `hooks` (and the `add` tool)."""
+def bench_manifest(name: str, hooks: Sequence[str] = (), *, tool: bool = False, decisions: bool = False,
+                   permissions: dict[str, str] | None = None) -> Manifest:
+    """A manifest for bench/extensions/bench_ext.py serving no-op `hooks` (and the `add` tool); `permissions`: its
+    grants (a bridge grant makes the host offer the HostBridge on the extension's Connect stream)."""
     data: dict[str, Any] = {
         "name": name,
         "version": "0.1.0",
@@ -181,6 +183,8 @@ def bench_manifest(name: str, hooks: Sequence[str] = (), *, tool: bool = False, 
     }
     if decisions:
         data["hooks"] = {"beforeToolCall": {"decisions": True}}
+    if permissions:
+        data["permissions"] = permissions
     return parse_manifest(data, source=f"<bench manifest {name}>")
 
 

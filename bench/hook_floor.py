@@ -8,7 +8,8 @@ call (dispatch, conversion, trace, the sender and reader tasks, the extension's 
 alternate in many short rounds (ABAB) in the same run; p50s are medians over rounds, each spread the min..max over
 rounds. Beside them, the CPU per call of each side over all rounds (extras): the host process (`time.process_time`, its
 gRPC threads included) and the answering process (the extension, or the floor's server; /proc/<pid>/stat) — steadier
-than the wall-clock figures on a loaded machine.
+than the wall-clock figures on a loaded machine. Extra `hook_bridge_on_stream_ratio`: the same hook on an extension
+granted a bridge call (so the host offers the HostBridge on its Connect stream) over the plain one, adjacent blocks.
 
     .venv/bin/python -m bench --only hook_floor        (or: .venv/bin/python bench/hook_floor.py [--quick])
 """
@@ -114,6 +115,18 @@ async def run(cfg: Config) -> Section:
 
                 floor_rounds, hook_rounds = await abab(rounds, a, b)
                 await stream.done_writing()
+            # the same hook on an extension granted a bridge call: the host offers the HostBridge on its Connect
+            # stream, and the SDK's frame loop must also resolve bridge responses (extension_sdk/_stream_bridge.py)
+            async with ExtensionManager(sandbox=cfg.sandbox) as bridged:
+                await bridged.load(bench_manifest("hookbridged", ["beforeToolCall"], decisions=True,
+                                                  permissions={"messages": "read"}))
+
+                async def bridged_call() -> None:
+                    await bridged.before_tool_call(snap)
+
+                await time_calls(warmup, bridged_call)
+                plain_rounds, bridged_rounds = await abab(max(rounds // 2, 2), lambda: time_calls(calls, hook_call),
+                                                          lambda: time_calls(calls, bridged_call))
     hook_p50s = [pct(r, 0.5) for r in hook_rounds]
     floor_p50s = [pct(r, 0.5) for r in floor_rounds]
     ratios = [h / f for h, f in zip(hook_p50s, floor_p50s)]
@@ -131,6 +144,9 @@ async def run(cfg: Config) -> Section:
         # CPU per call over all rounds: (host process, answering process), µs
         "floor_cpu_us_per_call_host_server": [rnd(v, 1) for v in floor_cpu.per_call_us()],
         "hook_cpu_us_per_call_host_extension": [rnd(v, 1) for v in hook_cpu.per_call_us()],
+        # awaited hook p50 with the HostBridge offered on the stream / without (adjacent blocks, median over rounds)
+        "hook_bridge_on_stream_ratio": rnd(median([pct(g, 0.5) / pct(p, 0.5)
+                                                   for p, g in zip(plain_rounds, bridged_rounds)]), 3),
         "hook_floor_load_avg_1m": rnd(os.getloadavg()[0], 2),
         "hook_floor_rounds": rounds,
     }

@@ -11,8 +11,9 @@ HostBridge (`HOOKWIRE_HOST_ADDRESS`), as unary-only extensions always do.
 Each request carries the caller's trace context in `BridgeRequest.traceparent`/`tracestate` (the stream's metadata
 is fixed when it opens), so the host's `hookwire.bridge {method}` span joins the handler's trace.
 
-Responses are taken off the stream as soon as they arrive (a demultiplexer ahead of the in-order frame loop), so a
-hook awaiting the host never holds up its own answer.
+Responses are taken off the stream as soon as they arrive, so a handler awaiting the host never holds up its own
+answer: the in-order frame loop reads the stream itself while it waits for a frame, and a pump task reads on its
+behalf while it is busy and a call waits (`_Demux`) — no task and no queue per frame when no call waits.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -84,6 +86,7 @@ class StreamBridgeClient:
         self._pending: dict[int, asyncio.Future[hb.BridgeResponse]] = {}
         self._next_id = 0
         self._closed: str | None = None
+        self._demux: _Demux | None = None
         self.metadata: tuple[tuple[str, str], ...] = ()
 
     # -- what Host / SyncHost use ---------------------------------------------------------------
@@ -114,6 +117,8 @@ class StreamBridgeClient:
         frame = pb.ExtensionFrame(bridge_request=hb.BridgeRequest(id=call_id, traceparent=trace[0], tracestate=trace[1],
                                                                   **{field: request}))
         self._out.put_nowait(frame)
+        if self._demux is not None:
+            self._demux.wanted()  # someone must read the stream until the response comes
         try:
             response = await fut
         finally:
@@ -136,8 +141,13 @@ class StreamBridgeClient:
             )
         return asyncio.run_coroutine_threadsafe(self.call(method, request, outgoing_trace()), self._loop).result()
 
+    @property
+    def waiting(self) -> bool:
+        """Whether a call waits for its response."""
+        return bool(self._pending)
+
     def resolve(self, response: hb.BridgeResponse) -> None:
-        fut = self._pending.get(response.id)
+        fut = self._pending.pop(response.id, None)  # answered: no longer waiting (a reader may stop now)
         if fut is not None and not fut.done():
             fut.set_result(response)
 
@@ -152,37 +162,104 @@ class StreamBridgeClient:
     # -- the stream -----------------------------------------------------------------------------
 
     def demux(self, frames: AsyncIterator[pb.HostFrame]) -> AsyncIterator[pb.HostFrame]:
-        """The host's frames without the bridge responses, which are resolved the moment they arrive."""
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        end = object()
+        """The host's frames without the bridge responses, which are resolved the moment they are read."""
+        self._demux = _Demux(frames, self)
+        return self._demux.frames()
 
-        async def pump() -> None:
-            try:
-                async for frame in frames:
-                    if frame.WhichOneof("body") == "bridge_response":
-                        self.resolve(frame.bridge_response)
-                    else:
-                        queue.put_nowait(frame)
-                queue.put_nowait(end)
-            except Exception as exc:  # noqa: BLE001 - the stream broke: the frame loop sees it
-                queue.put_nowait(exc)
-            finally:
-                self.close()
 
-        async def ordered() -> AsyncIterator[pb.HostFrame]:
-            task = asyncio.ensure_future(pump())
-            try:
-                while True:
-                    item = await queue.get()
-                    if item is end:
+_END: Any = object()  # the stream ended (what a pump read for the frame loop)
+
+
+class _Demux:
+    """One reader of the host's frames at a time, in order: the frame loop itself, or a pump task on its behalf.
+
+    The frame loop (the servicer's `_read_frames`) reads the stream directly while it waits for its next frame: no
+    task and no queue between gRPC and it. While it is busy with a frame (an observation handler, a hook's first
+    step) nobody reads; that is fine until a bridge call waits for its response, which may be what the busy handler
+    itself awaits. So a pump task reads then, from when a call is made (or the frame loop leaves the stream with a
+    call waiting) until no call waits: it resolves the responses it reads and keeps the other frames, in order, for
+    the frame loop, which takes them before it reads again. A gRPC read can't be cancelled without ending the call,
+    so the two never read at once: the frame loop waits for a running pump to finish its read and stop.
+    """
+
+    def __init__(self, frames: AsyncIterator[pb.HostFrame], client: StreamBridgeClient) -> None:
+        self._it = frames.__aiter__()
+        self._client = client
+        self._reading = False  # the frame loop is in a read of its own
+        self._pump: asyncio.Task[None] | None = None
+        self._kept: deque[Any] = deque()  # what the pump read for the frame loop: frames, then _END or an exception
+        self._waiter: asyncio.Future[None] | None = None  # the frame loop waiting for the pump
+        self._over = False
+
+    def wanted(self) -> None:
+        """A bridge call waits: make sure someone reads the stream."""
+        if not self._reading and self._pump is None and not self._over:
+            self._pump = asyncio.get_running_loop().create_task(self._run_pump())
+
+    async def _run_pump(self) -> None:
+        try:
+            while self._client.waiting and not self._over:
+                try:
+                    frame = await self._it.__anext__()
+                except StopAsyncIteration:
+                    self._keep(_END)
+                    return
+                except Exception as exc:  # noqa: BLE001 - the stream broke: the frame loop raises it
+                    self._keep(exc)
+                    return
+                if frame.WhichOneof("body") == "bridge_response":
+                    self._client.resolve(frame.bridge_response)
+                else:
+                    self._keep(frame)
+        finally:
+            self._pump = None
+            self._wake()
+
+    def _keep(self, item: Any) -> None:
+        if item is _END or isinstance(item, BaseException):
+            self._over = True
+            self._client.close()
+        self._kept.append(item)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def frames(self) -> AsyncIterator[pb.HostFrame]:
+        client = self._client
+        try:
+            while True:
+                if self._kept:
+                    item = self._kept.popleft()
+                    if item is _END:
                         return
                     if isinstance(item, BaseException):
                         raise item
-                    yield item
-            finally:
-                task.cancel()
-
-        return ordered()
+                elif self._pump is not None:  # its read is in flight: wait for what it reads, or for it to stop
+                    self._waiter = asyncio.get_running_loop().create_future()
+                    await self._waiter
+                    continue
+                else:
+                    self._reading = True
+                    try:
+                        item = await self._it.__anext__()
+                    except StopAsyncIteration:
+                        return
+                    finally:
+                        self._reading = False
+                    if item.WhichOneof("body") == "bridge_response":
+                        client.resolve(item.bridge_response)
+                        continue
+                if client.waiting:  # the frame loop leaves the stream while a call waits: the pump reads meanwhile
+                    self.wanted()
+                yield item
+        finally:
+            self._over = True
+            client.close()
+            if self._pump is not None:
+                self._pump.cancel()
 
 
 class _AioStub:

@@ -232,6 +232,16 @@ class HookChain:
             return True
         return self.m is not None and self.turn.chunk_subscribed
 
+    def chunk_fields_only(self) -> bool:
+        """Whether only extensions see this turn's chunks (no ``on_chunk`` of the subclass's): then the loop hands
+        over each delta's fields (`chunk_fields`) and makes no Chunk for it."""
+        return "on_chunk" in self.skip and self.m is not None and self.turn.chunk_subscribed
+
+    def chunk_fields(self, type_: str, text: str | None, tool_name: str | None, tool_call_id: str | None) -> None:
+        """One chunk for the extensions, as its fields (what `on_chunk` sends them of a Chunk)."""
+        assert self.m is not None
+        self.m.on_chunk_fields(type_, text, tool_name, tool_call_id, self.turn.context)
+
     async def on_chunk(self, ctx: ChunkContext) -> None:
         if "on_chunk" not in self.skip:
             await maybe_await(self.a.on_chunk(ctx))

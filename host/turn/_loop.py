@@ -61,6 +61,8 @@ class LoopHooks(Protocol):
     async def on_step_finish(self, ctx: StepContext) -> None: ...
     async def on_chunk(self, ctx: ChunkContext) -> None: ...
     # optional: def chunks_observed(self) -> bool — False: nobody sees the chunks (no on_chunk calls are made)
+    # optional: def chunk_fields_only(self) -> bool — True: only `chunk_fields(type, text, tool_name, tool_call_id)`
+    # sees them (no Chunk is made for a delta when no transform needs one either)
     # optional: def wants(self, hook: str) -> bool — False: the hook would ignore its context ("before_step",
     # "after_tool_call"): the loop neither builds it nor calls the hook
 
@@ -146,6 +148,12 @@ class TurnLoop:
         # no transform and no on_chunk listener: the stream's deltas go straight into the message, no Chunk is made
         observed = getattr(hooks, "chunks_observed", None)
         self._unobserved = not plan.transforms and observed is not None and not observed()
+        # only the extensions see the chunks and no transform changes them: each delta's fields go to them as they
+        # are (the per-chunk path), no Chunk or ChunkContext model made
+        fields_only = getattr(hooks, "chunk_fields_only", None)
+        self._chunk_fields: Callable[[str, str | None, str | None, str | None], None] | None = (
+            hooks.chunk_fields if not plan.transforms and fields_only is not None and fields_only() else None  # type: ignore[attr-defined]
+        )
         wants = getattr(hooks, "wants", None)
         self._wants_before_step = wants is None or bool(wants("before_step"))
         self._wants_after_tool_call = wants is None or bool(wants("after_tool_call"))
@@ -355,6 +363,7 @@ class TurnLoop:
         usage = Usage()
         response_id = ""
         unobserved = self._unobserved
+        fields = self._chunk_fields
         async for raw in self._chunks(stream, quiet):
             response_id = getattr(raw, "id", "") or response_id
             raw_usage = stream_field(raw, "usage")  # deleted from most chunks (host/turn/_stream_fields.py)
@@ -364,7 +373,9 @@ class TurnLoop:
                 delta = stream_field(choice, "delta")  # litellm keeps it outside __dict__: no pydantic __getattr__
                 piece = stream_field(delta, "reasoning_content")
                 if piece:
-                    if not unobserved:
+                    if fields is not None:
+                        fields("reasoning-delta", piece, None, None)
+                    elif not unobserved:
                         out = await self._emit(Chunk(type="reasoning-delta", text=piece))
                         piece = out.text if out is not None else None
                     if piece:
@@ -373,7 +384,9 @@ class TurnLoop:
                             self._append_text("reasoning", piece)
                 piece = stream_field(delta, "content")
                 if piece:
-                    if not unobserved:
+                    if fields is not None:
+                        fields("text-delta", piece, None, None)
+                    elif not unobserved:
                         out = await self._emit(Chunk(type="text-delta", text=piece))
                         piece = out.text if out is not None else None
                     if piece:
@@ -389,12 +402,16 @@ class TurnLoop:
                     fn = tc.function
                     if fn is not None and fn.name and not pending.name:
                         pending.name = fn.name
-                        if not unobserved:
+                        if fields is not None:
+                            fields("tool-input-start", None, pending.name, pending.id)
+                        elif not unobserved:
                             await self._emit(Chunk(type="tool-input-start", tool_name=pending.name,
                                                    tool_call_id=pending.id, id=pending.id))
                     if fn is not None and fn.arguments:
                         pending.arguments += fn.arguments
-                        if not unobserved:
+                        if fields is not None:
+                            fields("tool-input-delta", fn.arguments, None, pending.id)
+                        elif not unobserved:
                             await self._emit(Chunk(type="tool-input-delta", text=fn.arguments,
                                                    tool_call_id=pending.id, id=pending.id))
                 finish = stream_field(choice, "finish_reason")

@@ -9,6 +9,8 @@ from typing import Any
 import yaml
 from agent_helpers import Recorder, requests
 
+from host import Agent
+
 FIXTURE = Path(__file__).parent / "fixtures" / "agent_ext.py"
 
 
@@ -125,3 +127,32 @@ async def test_extension_observes_tool_step_and_chunk_snapshots(tmp_path: Path) 
     assert isinstance(after["durationMs"], (int, float))
     assert [s["stepNumber"] for s in steps] == [0, 1] and isinstance(steps[0]["stepNumber"], int)
     assert any(c["type"] == "text-delta" and c.get("text") for c in chunks)
+
+
+async def test_extensions_see_the_same_chunks_whether_or_not_the_agent_has_an_on_chunk(tmp_path: Path) -> None:
+    # With no on_chunk of the agent's (and no transform), the loop hands the extensions each delta's fields without
+    # making a Chunk for it; with one, the Chunk the agent sees is what the extensions get. The two must not differ.
+    script = '/reason weighing it\n/tool echo {"msg": "hi"}\n/next\nall done'
+
+    class Plain(Recorder):
+        on_chunk = Agent.on_chunk  # Agent's own no-op: nobody but the extensions sees the chunks
+
+    class Watching(Recorder):
+        pass  # Recorder's on_chunk: the loop makes a Chunk for every delta
+
+    seen: dict[str, list[dict[str, Any]]] = {}
+    content: dict[str, str] = {}
+    for name, cls in (("plain", Plain), ("watching", Watching)):
+        ws = tmp_path / name
+        path = manifest(tmp_path, "--observe", permissions={"workspace": "read-write"})
+        async with cls(extensions=[path], workspace=ws, sandbox="off") as agent:
+            result = await agent.chat(script)
+        assert result.status == "completed"
+        content[name] = result.message["content"]
+        seen[name] = [json.loads(line) for line in (ws / "onChunk.jsonl").read_text().splitlines()]
+    assert seen["plain"] == seen["watching"]
+    types = [c["type"] for c in seen["plain"]]
+    assert {"reasoning-delta", "tool-input-start", "tool-input-delta", "tool-call", "tool-result",
+            "text-delta"} <= set(types)
+    assert "".join(c["text"] for c in seen["plain"] if c["type"] == "text-delta") == content["plain"] != ""
+    assert "".join(c["text"] for c in seen["plain"] if c["type"] == "tool-input-delta") == '{"msg":"hi"}'

@@ -151,9 +151,9 @@ class TurnLoop:
         # only the extensions see the chunks and no transform changes them: each delta's fields go to them as they
         # are (the per-chunk path), no Chunk or ChunkContext model made
         fields_only = getattr(hooks, "chunk_fields_only", None)
-        self._chunk_fields: Callable[[str, str | None, str | None, str | None], None] | None = (
-            hooks.chunk_fields if not plan.transforms and fields_only is not None and fields_only() else None  # type: ignore[attr-defined]
-        )
+        self._chunk_fields: Callable[[str, str | None, str | None, str | None], None] | None = None
+        if not plan.transforms and fields_only is not None and fields_only():
+            self._chunk_fields = hooks.chunk_fields  # type: ignore[attr-defined]
         wants = getattr(hooks, "wants", None)
         self._wants_before_step = wants is None or bool(wants("before_step"))
         self._wants_after_tool_call = wants is None or bool(wants("after_tool_call"))

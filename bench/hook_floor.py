@@ -7,7 +7,7 @@ blocks keeps the machine's drift out of the ratio). Whatever is above 1.0 is the
 call (dispatch, conversion, trace, the sender and reader tasks, the extension's frame loop). Baseline and subject
 alternate in many short rounds (ABAB) in the same run; p50s are medians over rounds, each spread the min..max over
 rounds. Beside them, the CPU per call of each side over all rounds (extras): the host process (`time.process_time`, its
-gRPC threads included) and the answering process (the extension, or the floor's server; /proc/<pid>/stat) — steadier
+gRPC threads included) and the answering process (the extension, or the floor's server; its threads' schedstat) — steadier
 than the wall-clock figures on a loaded machine. Extra `hook_bridge_on_stream_ratio`: the same hook on an extension
 granted a bridge call (so the host offers the HostBridge on its Connect stream) over the plain one, adjacent blocks.
 

@@ -19,7 +19,7 @@ import grpc.aio
 
 from . import __version__
 from ._bridge_client import Host, HostConnection
-from ._call_context import set_current_call
+from ._call_context import call_marks, restore_call, set_current_call
 from ._convert import (
     OBSERVATION_KINDS,
     _decode,
@@ -218,6 +218,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
         hooks = self._hooks
         context = batch.context
         set_current_call(context)
+        marks = call_marks(context)
         session_id = context.session_id
         errors: list[pb.HookError] = []
         handled = 0
@@ -247,7 +248,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
                 await self._start_hook(hook, snapshot, session_id)
             except Exception as exc:
                 errors.append(self._failed(spec[0], exc))
-            set_current_call(context)  # an async handler may have changed it in this task
+            restore_call(context, marks)  # an async handler may have changed it in this task
         if sync_run:
             errors.extend(await self._sync_in_worker(loop, sync_run, session_id))
         ack = pb.ObservationAck(handled=handled, errors=errors)

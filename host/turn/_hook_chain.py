@@ -31,6 +31,7 @@ from ..extensions._snapshots import (
     TurnSnapshot,
 )
 from ..extensions._turn_config_policy import MAP_FIELDS, TurnConfigDenial
+from . import _journal_writer
 from ._hook_messages import for_hook
 from ._plan import coerce, turn_deadline
 from ._session import maybe_await
@@ -127,6 +128,7 @@ class HookChain:
         started = asyncio.get_running_loop().time()
         turn.deadline = turn_deadline(cfg.timeout, started)
         merged = await self.m.before_turn(snapshot, turn.context, deadline=turn.deadline)
+        _journal_writer.burst_over(self.a)  # its entries are written now, while the turn goes on
         turn.provenance = dict(merged.provenance)
         turn.denied = list(merged.denied)
         patch = merged.patch.set_fields()
@@ -161,6 +163,7 @@ class HookChain:
                                     input=decision.input if substituted else ctx.input,
                                     step_number=ctx.step_number, dynamic=ctx.dynamic)
         ext = await self.m.before_tool_call(snapshot, self.turn.context, deadline=self.turn.deadline)
+        _journal_writer.burst_over(self.a)
         if decision.action != "allow":
             return decision  # the subclass's block/substitute stands; the extensions were told of the call
         if ext is not None and ext.input_changed_by:  # provenance: the mutators whose input change stands

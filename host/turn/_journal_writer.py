@@ -5,7 +5,8 @@
 hook path never waits for the store; `flush(agent)` (at the end of each turn) waits until the turn's entries are
 stored. A store write that fails is logged with the session and the entries are lost (the turn goes on). The task
 gathers records until none came for QUIET_S (a turn's beforeTurn subscribers answer one after another, a call's
-deciders at once), at most GATHER_S after the first of a batch, and writes them in one transaction — a turn with 5
+deciders at once), at most GATHER_S after the first of a batch, or until the turn says the hook call is over
+(`burst_over`: every subscriber answered), and writes them in one transaction — a turn with 5
 deciders and 2 tool calls took 8 transactions, each ~0.2 ms of fixed CPU, and takes 3; the batch is written while the
 turn goes on to its tool and next step, so the turn's flush seldom waits. A flush writes at once: an entry is stored
 at most GATHER_S (plus the write) after its hook answered, and always by the end of its turn.
@@ -129,6 +130,7 @@ class SessionJournal:
         self._snapshots = SnapshotDigests()  # one digest per distinct snapshot (every decider of a call got it)
         self._outcomes = AnswerOutcomes(outcome_of)  # one normalization per distinct answer
         self._hurry = 0  # flushes waiting: write at once
+        self._burst_over = False  # the hook call whose records are gathering is done: write them now
         self._last = 0.0  # loop time of the last record
         self._wake: asyncio.Future[None] | None = None  # the gathering's wait, while it waits
 
@@ -154,6 +156,14 @@ class SessionJournal:
 
     def expect_submission(self, request_id: str, submission_id: str) -> None:
         self._submissions[request_id] = submission_id
+
+    def burst_over(self) -> None:
+        """A hook call's subscribers have all answered (beforeTurn's, one beforeToolCall's deciders): no more of its
+        records will come, so what gathered is written now, not after QUIET_S. The write then overlaps the turn's
+        next work instead of the store round trips at its end (the answer's upsert waited behind it)."""
+        if self._pending:
+            self._burst_over = True
+            _wake(self._wake)
 
     async def flush(self) -> None:
         """Wait until every record so far is stored (or its write failed and was logged)."""
@@ -187,10 +197,11 @@ class SessionJournal:
         return draft, snap.kept
 
     async def _gather(self) -> None:
-        """Let more records come until none came for QUIET_S (at most GATHER_S), unless a flush is waiting."""
+        """Let more records come until none came for QUIET_S (at most GATHER_S), unless a flush is waiting or the hook
+        call they came from is over."""
         loop = asyncio.get_running_loop()
         until = loop.time() + GATHER_S
-        while not self._hurry:
+        while not self._hurry and not self._burst_over:
             at = min(until, self._last + QUIET_S)
             if loop.time() >= at:
                 return
@@ -205,6 +216,7 @@ class SessionJournal:
     async def _drain(self) -> None:
         while self._pending:
             await self._gather()
+            self._burst_over = False
             batch, self._pending = self._pending, []
             drafts = []
             for record, at in batch:
@@ -275,6 +287,13 @@ async def flush(agent: Agent, request_id: str) -> None:
     if journal is not None:
         await journal.flush()
         journal.end_request(request_id)
+
+
+def burst_over(agent: Agent) -> None:
+    """The turn's awaited hook call is done (every subscriber answered): write its entries now (never waits)."""
+    journal: SessionJournal | None = getattr(agent, "_journal", None)
+    if journal is not None:
+        journal.burst_over()
 
 
 def expect_submission(agent: Agent, request_id: str, submission_id: str) -> None:

@@ -74,24 +74,28 @@ def current_call() -> CallInfo:
 _tuple_new = tuple.__new__  # CallInfo(a, b) without the NamedTuple's Python-level __new__ (once per call served)
 
 
-def set_current_call(context: pb.CallContext) -> None:
-    _current.set(_tuple_new(CallInfo, (context.session_id, context.request_id)))
-    _trace.set((context.traceparent, context.tracestate, context.deadline_unix_ms))
-    if _propagator is not None and context.traceparent:
+CallMarks = tuple[CallInfo, tuple[str, str, int]]
+
+
+def set_current_call(context: pb.CallContext) -> CallMarks | None:
+    """Make `context` the call in progress. Returns the values it set, for `restore_call`; None when the call is
+    traced (the OpenTelemetry context it attached is attached again each time)."""
+    info = _tuple_new(CallInfo, (context.session_id, context.request_id))
+    trace = (context.traceparent, context.tracestate, context.deadline_unix_ms)
+    _current.set(info)
+    _trace.set(trace)
+    if not context.traceparent:
+        return (info, trace)
+    if _propagator is not None:
         carrier = {"traceparent": context.traceparent}
         if context.tracestate:
             carrier["tracestate"] = context.tracestate
         # set in this call's own context (each call runs in a task or thread context of its own)
         _otel_context.attach(_propagator.extract(carrier))
+    return None
 
 
-def call_marks(context: pb.CallContext) -> tuple[CallInfo, tuple[str, str, int]] | None:
-    """The objects `set_current_call(context)` just set, for `restore_call`; None when the call is traced (the
-    OpenTelemetry context it attached is attached again each time)."""
-    return None if context.traceparent else (_current.get(), _trace.get())
-
-
-def restore_call(context: pb.CallContext, marks: tuple[CallInfo, tuple[str, str, int]] | None) -> None:
+def restore_call(context: pb.CallContext, marks: CallMarks | None) -> None:
     """After an async handler ran in this task: set the call context again, unless it is still what was set (the
     per-item path of an observation batch: two lookups instead of building it anew)."""
     if marks is None or _current.get() is not marks[0] or _trace.get() is not marks[1]:

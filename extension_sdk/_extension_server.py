@@ -19,7 +19,7 @@ import grpc.aio
 
 from . import __version__
 from ._bridge_client import Host, HostConnection
-from ._call_context import call_marks, restore_call, set_current_call
+from ._call_context import restore_call, set_current_call
 from ._convert import (
     OBSERVATION_KINDS,
     _decode,
@@ -217,8 +217,7 @@ class ExtensionServicer(pb_grpc.ExtensionServicer):
         run together in one worker thread (off the event loop); async ones are awaited on the loop."""
         hooks = self._hooks
         context = batch.context
-        set_current_call(context)
-        marks = call_marks(context)
+        marks = set_current_call(context)
         session_id = context.session_id
         errors: list[pb.HookError] = []
         handled = 0

@@ -17,8 +17,10 @@ translates between the subclass's contexts and the extensions' snapshots, and ke
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -235,15 +237,13 @@ class HookChain:
             return True
         return self.m is not None and self.turn.chunk_subscribed
 
-    def chunk_fields_only(self) -> bool:
-        """Whether only extensions see this turn's chunks (no ``on_chunk`` of the subclass's): then the loop hands
-        over each delta's fields (`chunk_fields`) and makes no Chunk for it."""
-        return "on_chunk" in self.skip and self.m is not None and self.turn.chunk_subscribed
-
-    def chunk_fields(self, type_: str, text: str | None, tool_name: str | None, tool_call_id: str | None) -> None:
-        """One chunk for the extensions, as its fields (what `on_chunk` sends them of a Chunk)."""
-        assert self.m is not None
-        self.m.on_chunk_fields(type_, text, tool_name, tool_call_id, self.turn.context)
+    def chunk_sink(self) -> Callable[[str, str | None, str | None, str | None], None] | None:
+        """When only extensions see this turn's chunks (no ``on_chunk`` of the subclass's): what takes each delta's
+        fields (type, text, tool name, tool call id) for them, bound to the turn's context — the loop then makes no
+        Chunk for a delta. None otherwise."""
+        if "on_chunk" not in self.skip or self.m is None or not self.turn.chunk_subscribed:
+            return None
+        return functools.partial(self.m.on_chunk_fields, context=self.turn.context)
 
     async def on_chunk(self, ctx: ChunkContext) -> None:
         if "on_chunk" not in self.skip:

@@ -61,8 +61,8 @@ class LoopHooks(Protocol):
     async def on_step_finish(self, ctx: StepContext) -> None: ...
     async def on_chunk(self, ctx: ChunkContext) -> None: ...
     # optional: def chunks_observed(self) -> bool — False: nobody sees the chunks (no on_chunk calls are made)
-    # optional: def chunk_fields_only(self) -> bool — True: only `chunk_fields(type, text, tool_name, tool_call_id)`
-    # sees them (no Chunk is made for a delta when no transform needs one either)
+    # optional: def chunk_sink(self) -> Callable | None — when only it sees the chunks: it takes each delta's fields
+    # (type, text, tool_name, tool_call_id), and no Chunk is made for a delta when no transform needs one either
     # optional: def wants(self, hook: str) -> bool — False: the hook would ignore its context ("before_step",
     # "after_tool_call"): the loop neither builds it nor calls the hook
 
@@ -150,10 +150,9 @@ class TurnLoop:
         self._unobserved = not plan.transforms and observed is not None and not observed()
         # only the extensions see the chunks and no transform changes them: each delta's fields go to them as they
         # are (the per-chunk path), no Chunk or ChunkContext model made
-        fields_only = getattr(hooks, "chunk_fields_only", None)
-        self._chunk_fields: Callable[[str, str | None, str | None, str | None], None] | None = None
-        if not plan.transforms and fields_only is not None and fields_only():
-            self._chunk_fields = hooks.chunk_fields  # type: ignore[attr-defined]
+        sink = getattr(hooks, "chunk_sink", None)
+        self._chunk_fields: Callable[[str, str | None, str | None, str | None], None] | None = (
+            sink() if sink is not None and not plan.transforms else None)
         wants = getattr(hooks, "wants", None)
         self._wants_before_step = wants is None or bool(wants("before_step"))
         self._wants_after_tool_call = wants is None or bool(wants("after_tool_call"))

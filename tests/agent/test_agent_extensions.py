@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from agent_helpers import Recorder, requests
 
 from host import Agent
+from host.turn import _loop
 
 FIXTURE = Path(__file__).parent / "fixtures" / "agent_ext.py"
 
@@ -129,9 +131,18 @@ async def test_extension_observes_tool_step_and_chunk_snapshots(tmp_path: Path) 
     assert any(c["type"] == "text-delta" and c.get("text") for c in chunks)
 
 
-async def test_extensions_see_the_same_chunks_whether_or_not_the_agent_has_an_on_chunk(tmp_path: Path) -> None:
+async def test_extensions_see_the_same_chunks_whether_or_not_the_agent_has_an_on_chunk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # With no on_chunk of the agent's (and no transform), the loop hands the extensions each delta's fields without
     # making a Chunk for it; with one, the Chunk the agent sees is what the extensions get. The two must not differ.
+    made: list[str] = []  # the Chunk models the loop built, by type
+
+    class CountedChunk(_loop.Chunk):  # type: ignore[misc, valid-type]
+        def __init__(self, **fields: Any) -> None:
+            super().__init__(**fields)
+            made.append(self.type)
+
+    monkeypatch.setattr(_loop, "Chunk", CountedChunk)
     script = '/reason weighing it\n/tool echo {"msg": "hi"}\n/next\nall done'
 
     class Plain(Recorder):
@@ -148,6 +159,10 @@ async def test_extensions_see_the_same_chunks_whether_or_not_the_agent_has_an_on
         async with cls(extensions=[path], workspace=ws, sandbox="off") as agent:
             result = await agent.chat(script)
         assert result.status == "completed"
+        deltas = {t for t in made if t.endswith("-delta") or t == "tool-input-start"}
+        assert deltas == (set() if name == "plain" else {"reasoning-delta", "tool-input-start", "tool-input-delta",
+                                                         "text-delta"})
+        made.clear()
         content[name] = result.message["content"]
         seen[name] = [json.loads(line) for line in (ws / "onChunk.jsonl").read_text().splitlines()]
     assert seen["plain"] == seen["watching"]

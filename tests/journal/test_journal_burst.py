@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
+from journal_helpers import Scripted, guard_manifest
 
 from extension_sdk.proto import extension_pb2 as pb
-from host import MessageStore
+from host import MessageStore, tool
 from host.extensions._journal_tap import HookRecord
 from host.extensions._snapshots import CallContext
 from host.turn import _journal_writer
@@ -66,3 +68,31 @@ async def test_entries_still_gathering_are_not_written_before_their_call_is_over
         assert await stored(store, 3, within_s=0.3) == 2
         await journal.flush()
         assert await stored(store, 3, within_s=0.0) == 3
+
+
+async def test_a_turn_stores_a_tool_calls_verdicts_before_the_tool_runs(tmp_path: Path, slow_gathering: None) -> None:
+    # The turn says when a tool call's deciders have all answered; with a 60 s quiet wait, the verdict is in the
+    # store while the tool runs only because of that (otherwise it would wait for the turn's end).
+    seen: list[list[str]] = []
+
+    class Probing(Scripted):
+        def get_tools(self) -> dict[str, Any]:
+            agent = self
+
+            @tool(description="Reads the journal", parameters={"type": "object", "properties": {}})
+            async def probe() -> str:
+                for _ in range(500):
+                    rows = [row.parsed() for row in await agent.store.raw.journal("s1")]
+                    if rows:
+                        break
+                    await asyncio.sleep(0.01)
+                seen.append([f"{e.hook} {e.extension} {e.outcome}" for e in rows])
+                return "ok"
+
+            return {"probe": probe}
+
+    db = tmp_path / "s.db"
+    async with Probing(session_id="s1", store=db, extensions=[guard_manifest(tmp_path)], sandbox="off") as agent:
+        result = await agent.chat("/tool probe {}")
+    assert result.status == "completed"
+    assert seen == [["beforeToolCall guard allow"]]

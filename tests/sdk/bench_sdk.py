@@ -4,7 +4,7 @@
 """
 import os, sys, time, statistics, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import start, make_env, read_line, spawn, wait_exit
+from sdk_processes import start, make_env, read_line, spawn, wait_exit
 from pathlib import Path
 from extension_sdk.proto import extension_pb2 as pb
 times = []

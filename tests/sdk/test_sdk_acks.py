@@ -3,7 +3,7 @@ frames and of preludes too (docs/protocol.md [4.4], [4.5])."""
 
 from __future__ import annotations
 
-from conftest import Running
+from sdk_processes import Running
 
 from extension_sdk.proto import extension_pb2 as pb
 

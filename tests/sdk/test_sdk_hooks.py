@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from conftest import Running
+from sdk_processes import Running
 
 from extension_sdk.proto import extension_pb2 as pb
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import Running, spawn
+from sdk_processes import Running, spawn
 
 from extension_sdk.proto import TOKEN_METADATA_KEY, extension_pb2 as pb, host_bridge_pb2 as hb, host_bridge_pb2_grpc as hb_grpc
 

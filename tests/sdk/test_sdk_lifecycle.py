@@ -9,7 +9,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import Running, make_env, read_line, spawn, start, wait_exit
+from sdk_processes import Running, make_env, read_line, spawn, start, wait_exit
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from extension_sdk.proto import TOKEN_METADATA_KEY, extension_pb2 as pb

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from conftest import Running
+from sdk_processes import Running
 
 from extension_sdk.proto import PROTOCOL_VERSION, extension_pb2 as pb
 

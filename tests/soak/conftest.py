@@ -8,7 +8,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from typing import Any  # noqa: E402
 
-ROWS: list[tuple[str, str, str, str]] = []  # (check, expected, observed, result)
+from soak_summary import ROWS  # noqa: E402
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import ROWS
+from soak_summary import ROWS
 from fixtures_path import CHAOS  # noqa: F401 - see below
 from lag_floor import LAG_RULE, STALL_RULE, Floor, LagStats, judge, probe
 from loop_watch import LoopWatch

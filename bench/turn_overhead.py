@@ -19,7 +19,7 @@ NAME = "turn_overhead"
 
 async def _overhead(cfg: Config, decisions: bool, loaded: bool = False) -> tuple[Overhead, float]:
     """The overhead of 5 extensions on every hook, and the load average as it was measured."""
-    rounds = 1 if cfg.quick else max(cfg.ab_rounds, 10)
+    rounds = 1 if cfg.quick else max(cfg.ab_rounds, 30)
     pairs = cfg.n(6, 1)
     mgr = await all_hook_manager(cfg, 5, "dec" if decisions else "obs", decisions=decisions)
     try:

@@ -12,7 +12,7 @@ subjects, alternated (ABAB):
 `turn_vs_litellm_ratio`: `turn` against `bare` in 40 short ABAB rounds of 6 each (a turn and its floor take ~8 ms),
 each round's median turn wall over the adjacent round's median floor wall, the median of those 40 ratios (extras: their
 min and max, and the ratio of the overall medians); `turn_bookkeeping` against `bare_defaults` in the usual 6 rounds
-of 8. Measured so, five runs gave 1.236-1.243, where 6 rounds of 8 and the ratio of overall medians had given
+of 8. Measured so, four runs gave 1.236-1.243, where 6 rounds of 8 and the ratio of overall medians had given
 1.145-1.291. `litellm_call_cpu_ms`: CPU per bare call (all
 threads, the success logging that runs after the stream included), with the host's switches; its `_defaults` twin
 is the same call with litellm's defaults (the figure before the switches).

@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from agent_helpers import Recorder, requests
+from agent_helpers import Lookup, Recorder, requests
 
-from host import Tool
+from host import Agent, Tool
 
 
 class ChunkSignal(Recorder):
@@ -34,6 +34,36 @@ async def test_abort_signal_keeps_the_partial_message() -> None:
     assert result.status == "aborted" and result.message["content"] == "echo: "
     assert stored[-1]["id"] == result.message["id"] and stored[-1]["content"] == "echo: "
     assert agent.names()[-1] == "on_chat_response"
+
+
+async def test_a_long_streamed_answer_is_persisted_piece_for_piece() -> None:
+    async with Lookup() as agent:  # no on_chunk: the unobserved path writes the deltas straight into the message
+        result = await agent.chat("/chunks 3000")
+        stored = await agent.messages()
+    expected = "".join(f"c{i} " for i in range(3000))
+    assert [p for p in stored[-1]["parts"] if p["type"] == "text"] == [{"type": "text", "text": expected}]
+    assert stored[-1]["content"] == result.message["content"] == expected
+
+
+async def test_an_abort_mid_answer_persists_exactly_the_pieces_that_streamed() -> None:
+    class AbortAfter(Agent):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.seen: list[str] = []
+            self.signal = asyncio.Event()
+
+        def on_chunk(self, ctx):  # type: ignore[no-untyped-def]
+            if ctx.chunk.type == "text-delta":
+                self.seen.append(ctx.chunk.text)
+                if len(self.seen) == 300:
+                    self.signal.set()
+
+    async with AbortAfter() as agent:
+        result = await agent.chat("/chunks 3000", signal=agent.signal)
+        stored = await agent.messages()
+    assert result.status == "aborted" and 300 <= len(agent.seen) < 3000
+    assert stored[-1]["content"] == result.message["content"] == "".join(agent.seen)
+    assert [p["text"] for p in stored[-1]["parts"] if p["type"] == "text"] == ["".join(agent.seen)]
 
 
 async def test_cancel_chat_aborts_by_request_id() -> None:

@@ -49,6 +49,12 @@ from ._ui_messages import tool_part  # noqa: E402
 
 logger = logging.getLogger("hookwire.agent")
 
+# A model stream whose chunks are all ready (a fast local model, a burst buffered by the network, a replay) never
+# suspends: litellm's stream wrapper hands them over without waiting. Without a yield the turn would then hold the
+# event loop until its stream ends — other sessions, the extensions' senders and an abort from another task all
+# waiting (a 20,000-chunk answer: ~3 s). The chunk loop yields once whenever this long passed since it last did.
+YIELD_EVERY_S = 0.002
+
 _NO_STEP_CONFIG = StepConfig()  # before_step's answer when it changes nothing (read only, never changed)
 _FINISH = {"tool_calls": "tool-calls", "function_call": "tool-calls", "content_filter": "content-filter"}
 
@@ -222,6 +228,8 @@ class TurnLoop:
         watch = self._watch
         assert watch is not None
         what = "waiting for the next chunk"
+        loop = asyncio.get_running_loop()
+        due = loop.time() + YIELD_EVERY_S
         while True:
             if not watch.arm(True):
                 raise TurnAborted()
@@ -241,6 +249,9 @@ class TurnLoop:
                     quiet_flag.reset(token)
             if late is not None:  # the stream swallowed the watch's cancellation and produced a chunk
                 raise self._ended(late, what)
+            if loop.time() >= due:  # a stream whose chunks are all ready never suspends: let the loop run
+                await asyncio.sleep(0)
+                due = loop.time() + YIELD_EVERY_S
             yield chunk
 
     async def _emit(self, chunk: Chunk) -> Chunk | None:

@@ -66,6 +66,23 @@ async def test_an_abort_mid_answer_persists_exactly_the_pieces_that_streamed() -
     assert [p["text"] for p in stored[-1]["parts"] if p["type"] == "text"] == ["".join(agent.seen)]
 
 
+async def test_another_task_can_abort_a_stream_that_never_waits() -> None:
+    # the scripted model's chunks are all ready, so the stream never suspends: the turn loop must still let the
+    # loop run, or the task that aborts (a UI's stop button) would only run once the answer was complete
+    async with ChunkSignal() as agent:
+        signal = asyncio.Event()
+
+        async def stop_when_streaming() -> None:
+            await agent.streaming.wait()
+            signal.set()
+
+        stopper = asyncio.create_task(stop_when_streaming())
+        result = await agent.chat("/chunks 5000", signal=signal)
+        await stopper
+    assert result.status == "aborted"
+    assert 0 < len(result.message["content"]) < len("".join(f"c{i} " for i in range(5000)))
+
+
 async def test_cancel_chat_aborts_by_request_id() -> None:
     async with ChunkSignal() as agent:
         task = asyncio.create_task(agent.chat("hello\n/stall 10000", request_id="req-1"))

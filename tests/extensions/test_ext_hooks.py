@@ -11,6 +11,7 @@ import pytest
 from ext_helpers import hooks_manifest
 
 from host import (
+    Agent,
     CallContext,
     ChunkSnapshot,
     ExtensionManager,
@@ -185,6 +186,20 @@ async def test_observations_arrive_in_order_and_flush_waits(manager: ExtensionMa
     assert events[0] == ["beforeToolCall", "ls"]
     assert [e[1] for e in events[1:51]] == [str(i) for i in range(50)]
     assert events[51:] == [["afterToolCall", "ls", ["a"]], ["onStepFinish", 0]]
+
+
+async def test_a_fast_observer_gets_every_chunk_of_a_stream_that_never_waits(
+    manager: ExtensionManager, tmp_path: Path
+) -> None:
+    # the scripted model's chunks are all ready, so litellm's stream never suspends (as a fast local model's or a
+    # buffered burst's): the turn loop must still let the extension's sender run, or its outbox fills while the turn
+    # holds the event loop and the oldest items are dropped (10,000 kept) although the extension keeps up easily
+    await manager.load(hooks_manifest(tmp_path, "count_chunks"))
+    async with Agent(manager=manager, store=str(tmp_path / "s.db")) as agent:
+        result = await agent.chat("/chunks 15000")
+    assert result.status == "completed"
+    assert manager.extensions()[0].dropped_observations == 0
+    assert await manager.execute_tool("hooks_count_chunks_total", {}) == 15000
 
 
 async def test_slow_observer_drops_oldest_chunks_instead_of_blocking(

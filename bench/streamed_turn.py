@@ -3,10 +3,17 @@
 Baseline: an Agent without extensions (no manager). Subject: an Agent on a manager with 3 extensions subscribed
 to onChunk. Alternated (ABAB); the ratio is of medians. chat() returns after the turn's observations are flushed.
 Extra figures: the host-CPU ratio (less sensitive to other load on the machine than wall time), and the CPU
-the extension processes spent per chunk (the SDK side).
+the extension processes spent per chunk (the SDK side); `streamed_turn_loop_lag_max_ms`: how late a 5 ms timer fired
+on the host's loop during a few more such turns with the 3 extensions (the scripted model's chunks are all ready, so
+litellm's stream never suspends: what the turn loop gives back to the loop is all other tasks get meanwhile).
 """
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
 
 from host import ExtensionManager
 
@@ -15,6 +22,27 @@ from ._common import Config, Section, abab, bench_manifest, gc_paused, median, r
 
 NAME = "streamed_turn"
 EXTENSIONS = 3
+
+
+async def _loop_lag_ms(turn: Callable[[], Awaitable[object]]) -> float:
+    """The latest a 5 ms timer fired (ms past its due time) on this loop while `turn` ran."""
+    lags: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            t0 = time.perf_counter()
+            await asyncio.sleep(0.005)
+            lags.append(time.perf_counter() - t0 - 0.005)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)  # the ticker's first timer is set
+    try:
+        await turn()
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    return max(lags, default=0.0) * 1000
 
 
 async def run(cfg: Config) -> Section:
@@ -37,6 +65,7 @@ async def run(cfg: Config) -> Section:
 
         ra, rb = await abab(cfg.ab_rounds, a, b)
         dropped = sum(i.dropped_observations for i in mgr.extensions())
+        lag_ms = max([await _loop_lag_ms(lambda: measured_turn(mgr, message)) for _ in range(cfg.n(3, 1))])
     base = [x for r in ra for x in r]
     subj = [x for r in rb for x in r]
     wall0, wall3 = median([x[0] for x in base]), median([x[0] for x in subj])
@@ -51,5 +80,6 @@ async def run(cfg: Config) -> Section:
         "streamed_turn_ext_cpu_us_per_chunk_per_ext": rnd(ext3 * 1e6 / (chunks * EXTENSIONS), 2),
         "streamed_turn_chunks": chunks,
         "streamed_turn_chunks_dropped": dropped,
+        "streamed_turn_loop_lag_max_ms": rnd(lag_ms, 1),
     }
     return out

@@ -154,6 +154,29 @@ async def abab(rounds: int, a: Callable[[], Awaitable[Any]], b: Callable[[], Awa
     return ra, rb
 
 
+@contextlib.asynccontextmanager
+async def timer_lateness(tick_s: float = 0.005) -> AsyncIterator[list[float]]:
+    """How late (seconds, each >= 0) a `tick_s` timer fired on this loop, again and again, while the block ran: the
+    event loop's lag as any other task on it sees it."""
+    loop = asyncio.get_running_loop()
+    lags: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            t0 = loop.time()
+            await asyncio.sleep(tick_s)
+            lags.append(max(0.0, loop.time() - t0 - tick_s))
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)  # the ticker's first timer is set
+    try:
+        yield lags
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def time_calls(n: int, call: Callable[[], Awaitable[Any]]) -> list[float]:
     """Latency of `n` sequential awaited calls, in microseconds."""
     out: list[float] = []

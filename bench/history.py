@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from ._agents import THREE_STEP_TURN, BenchAgent, all_hook_manager
-from ._common import Config, Section, abab, gc_paused, median, pct, rnd
+from ._common import Config, Section, abab, gc_paused, median, pct, rnd, timer_lateness
 from .litellm_floor import bare_calls, record_calls
 
 NAME = "history"
@@ -154,29 +154,17 @@ async def _loop_lag(cfg: Config) -> tuple[float, float, int]:
     waves = cfg.n(4, 1)
     sessions = cfg.n(SESSIONS, 10)
     mgr = await all_hook_manager(cfg, 3, "lag")
-    lags: list[float] = []
-    stop = asyncio.Event()
-
-    async def probe() -> None:
-        loop = asyncio.get_running_loop()
-        while not stop.is_set():
-            t0 = loop.time()
-            await asyncio.sleep(TICK_S)
-            lags.append(max(0.0, loop.time() - t0 - TICK_S))
-
     try:
         agents = [BenchAgent(manager=mgr, session_id=f"lag-{i}") for i in range(sessions)]
         for agent in agents:
             await agent.start()
         try:
             await asyncio.gather(*(a.chat(THREE_STEP_TURN) for a in agents[:5]))  # warm-up
-            task = asyncio.ensure_future(probe())
-            for _ in range(waves):
-                results = await asyncio.gather(*(a.chat(THREE_STEP_TURN) for a in agents))
-                if any(r.status != "completed" for r in results):
-                    raise RuntimeError("a concurrent turn did not complete")
-            stop.set()
-            await task
+            async with timer_lateness(TICK_S) as lags:
+                for _ in range(waves):
+                    results = await asyncio.gather(*(a.chat(THREE_STEP_TURN) for a in agents))
+                    if any(r.status != "completed" for r in results):
+                        raise RuntimeError("a concurrent turn did not complete")
         finally:
             for agent in agents:
                 await agent.close()

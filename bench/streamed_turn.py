@@ -10,15 +10,12 @@ litellm's stream never suspends: what the turn loop gives back to the loop is al
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
 from collections.abc import Awaitable, Callable
 
 from host import ExtensionManager
 
 from ._agents import measured_turn
-from ._common import Config, Section, abab, bench_manifest, gc_paused, median, rnd
+from ._common import Config, Section, abab, bench_manifest, gc_paused, median, rnd, timer_lateness
 
 NAME = "streamed_turn"
 EXTENSIONS = 3
@@ -26,22 +23,8 @@ EXTENSIONS = 3
 
 async def _loop_lag_ms(turn: Callable[[], Awaitable[object]]) -> float:
     """The latest a 5 ms timer fired (ms past its due time) on this loop while `turn` ran."""
-    lags: list[float] = []
-
-    async def ticker() -> None:
-        while True:
-            t0 = time.perf_counter()
-            await asyncio.sleep(0.005)
-            lags.append(time.perf_counter() - t0 - 0.005)
-
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(0)  # the ticker's first timer is set
-    try:
+    async with timer_lateness(0.005) as lags:
         await turn()
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
     return max(lags, default=0.0) * 1000
 
 

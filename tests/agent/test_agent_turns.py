@@ -79,8 +79,11 @@ async def test_another_task_can_abort_a_stream_that_never_waits() -> None:
         stopper = asyncio.create_task(stop_when_streaming())
         result = await agent.chat("/chunks 5000", signal=signal)
         await stopper
-    assert result.status == "aborted"
-    assert 0 < len(result.message["content"]) < len("".join(f"c{i} " for i in range(5000)))
+        stored = await agent.messages()
+    whole = "".join(f"c{i} " for i in range(5000))
+    kept = result.message["content"]
+    assert result.status == "aborted" and stored[-1]["content"] == kept
+    assert 0 < len(kept) < len(whole) and whole.startswith(kept)  # what streamed, in order, and far from all of it
 
 
 async def test_cancel_chat_aborts_by_request_id() -> None:

@@ -29,6 +29,7 @@ from . import (  # noqa: E402
     cold_start,
     egress_proxy,
     ext_count,
+    first_turn,
     history,
     hook_floor,
     hook_rtt,
@@ -45,11 +46,12 @@ from ._common import BENCH_DIR, GOALS, Config, Section  # noqa: E402
 
 BENCHMARKS: dict[str, ModuleType] = {
     m.NAME: m for m in (hook_rtt, hook_floor, chunks, streamed_turn, tool_vs_mcp, cold_start, turn_overhead, scaling,
-                        ext_count, egress_proxy, history, scale_topology, journal, litellm_floor, otel_off, cli_cold)
+                        ext_count, egress_proxy, history, scale_topology, journal, litellm_floor, otel_off, cli_cold,
+                        first_turn)
 }
 #: Benchmarks a --quick run leaves out (they start a database and several processes, or several fresh interpreters
 #: that each import litellm): run them with --only.
-NOT_QUICK = {scale_topology.NAME, cli_cold.NAME}
+NOT_QUICK = {scale_topology.NAME, cli_cold.NAME, first_turn.NAME}
 #: Which result keys each benchmark writes (for the table's order and the missing-key check).
 KEYS: dict[str, tuple[str, ...]] = {
     "hook_rtt": ("hook_rtt_p50_us", "hook_rtt_p99_us", "echo_rtt_p50_us", "hook_vs_echo_ratio"),
@@ -67,6 +69,7 @@ KEYS: dict[str, tuple[str, ...]] = {
                        "single_sqlite_turn_p99_ms"),
     "litellm_floor": ("turn_vs_litellm_ratio", "litellm_call_cpu_ms"),
     "cli_cold": ("cli_run_cold_ms", "import_litellm_ms", "cli_run_cold_ratio"),
+    "first_turn": ("first_turn_loop_lag_ms", "first_turn_loop_lag_ms_preloaded"),
     "history": ("host_ms_per_turn_10_msgs", "host_ms_per_turn_500_msgs", "loop_lag_p99_ms", "loop_lag_max_ms"),
     "journal": ("journal_us_per_entry", "journal_turn_ratio_5ext_deciders"),
     "otel_off": ("otel_off_overhead_pct", "otel_on_overhead_pct"),

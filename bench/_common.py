@@ -107,6 +107,8 @@ GOALS: dict[str, Goal] = {
     "cli_run_cold_ms": Goal("info", text="<= 1.3 x import_litellm_ms"),
     "import_litellm_ms": Goal("info"),
     "cli_run_cold_ratio": Goal("<=", 1.3),
+    "first_turn_loop_lag_ms": Goal("info"),
+    "first_turn_loop_lag_ms_preloaded": Goal("<=", 50),
 }
 
 

@@ -73,6 +73,7 @@ from .sandbox._plan import LaunchPlan, SandboxMode, plan_launch, sandbox_capabil
 from .turn._agent import Agent
 from .turn._chat_errors import default_context_overflow_classifier
 from .turn._pg_store import PostgresMessageStore
+from .turn._preload import PreloadReport, preload
 from .turn._session import ContextBlock, Session
 from .turn._store import MessageStore
 from .turn._store_backends import open_store
@@ -160,6 +161,7 @@ __all__ = [
     "NestedTurnError",
     "Permissions",
     "PostgresMessageStore",
+    "PreloadReport",
     "PrepareStepContext",
     "SandboxMode",
     "SandboxUnavailable",
@@ -196,6 +198,7 @@ __all__ = [
     "own_label",
     "parse_manifest",
     "plan_launch",
+    "preload",
     "register_scripted_model",
     "run_conformance",
     "sandbox_capabilities",

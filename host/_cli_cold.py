@@ -1,9 +1,10 @@
-"""Cold start of `hookwire run` / `chat`: import litellm in a thread while the extensions start, and say so.
+"""Cold start of `hookwire run` / `chat` / `demo`: import litellm in a thread while the extensions start, and say so.
 
 Importing litellm is most of a cold `hookwire run` (seconds); starting extensions is sub-second to a second of
-mostly waiting on child processes. `start_extensions` overlaps the two: a thread imports litellm (and the
-scripted model, which registers with it) while the event loop spawns and handshakes the extensions, and a
-spinner (host._cli_output.Progress) says which is still going.
+mostly waiting on child processes. `start_extensions` overlaps the two: a thread runs `host.preload()` (litellm,
+the scripted model, which registers with it, and one warm-up call on it, so the first turn imports nothing more:
+host/turn/_preload.py) while the event loop spawns and handshakes the extensions, and a spinner
+(host._cli_output.Progress) says which is still going.
 
 Import-lock safety: CPython takes a lock per module being imported, and two threads importing modules that
 import each other (a package and its submodule, say) can meet in a lock cycle, which CPython breaks by raising
@@ -34,10 +35,9 @@ _thread: threading.Thread | None = None
 
 
 def _import_litellm() -> None:
-    import litellm
+    from .turn._preload import preload
 
-    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners around a failed call's error
-    from .turn import _scripted_model  # noqa: F401 - registers the embedded model with litellm
+    preload()  # litellm, the embedded model, and the first model call's set-up (its lazy imports), off the loop
 
 
 class LitellmImport:
@@ -94,12 +94,12 @@ async def start_extensions(manager: Any, manifests: Sequence[str], progress: Pro
 
     for file in manifests:
         load_manifest(file)
-    preload = LitellmImport()
+    litellm_import = LitellmImport()
     doing = [f"starting extensions: {_names(manifests)}"] if manifests else []
-    progress.update(" · ".join([*doing, "importing litellm"]) if not preload.done else " · ".join(doing))
+    progress.update(" · ".join([*doing, "importing litellm"]) if not litellm_import.done else " · ".join(doing))
     infos = await manager.load_all(manifests)
-    if not preload.done:
+    if not litellm_import.done:
         progress.update("importing litellm")
-    await preload.wait()
+    await litellm_import.wait()
     progress.update("starting the turn")
     return infos

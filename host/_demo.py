@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ._cli_cold import LitellmImport
 from ._terminal_text import terminal_safe
 from ._trace_format import format_trace, render_chunk
 from .extensions._manager import ExtensionManager
@@ -70,12 +71,16 @@ async def run_demo(sandbox: str = "auto") -> int:
     workdir = Path(tempfile.mkdtemp(prefix="hookwire-demo-"))
     print(f"hookwire demo — model hookwire/scripted (offline), sandbox {sandbox}, workspace {workdir / 'workspace'}")
     async with ExtensionManager(sandbox=sandbox) as mgr:  # type: ignore[arg-type]
+        # litellm is imported (and its first call set up) in a thread while the extensions start, as `hookwire run`
+        # does: the main thread imports nothing meanwhile (host/_cli_cold.py explains why that matters)
+        litellm_import = LitellmImport()
         infos = await mgr.load_all(available)
         print("\nloaded extensions:")
         for info in infos:
             hooks = ", ".join(info.hooks) or "-"
             tools = ", ".join(t.name for t in mgr.tools() if t.extension == info.name) or "-"
             print(terminal_safe(f"  {info.name:<12} hooks: {hooks:<48} tools: {tools}"))
+        await litellm_import.wait()
         async with DemoAgent(
             session_id="demo", store=str(workdir / "demo.db"), workspace=workdir / "workspace", manager=mgr
         ) as agent:

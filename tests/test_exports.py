@@ -13,12 +13,12 @@ HOST_EXPORTS = [
     "ExtensionError", "ExtensionInfo", "ExtensionManager", "ExtensionReplyError", "ExtensionStartError",
     "ExtensionTool", "ExtensionToolError", "ExtensionUnavailableError", "ExtensionUnloadedError", "HookPolicy",
     "HostBridgeServer", "JsonFormatter", "LaunchPlan", "Limits", "Manifest", "ManifestError", "MergedTurnPatch", "MessageStore",
-    "NestedTurnError", "Permissions", "PostgresMessageStore", "PrepareStepContext", "SandboxMode", "SandboxUnavailable", "Session",
+    "NestedTurnError", "Permissions", "PostgresMessageStore", "PreloadReport", "PrepareStepContext", "SandboxMode", "SandboxUnavailable", "Session",
     "StepConfig", "StepContext", "StepSnapshot", "StoreError", "StoreVersionError", "Tool", "ToolCallContext",
     "ToolCallDecision", "ToolCallRecord", "ToolCallRepairContext", "ToolCallResultContext", "ToolCallSnapshot", "ToolInputError",
     "ToolNameCollision", "ToolResultRecord", "ToolResultSnapshot", "TraceEvent", "TurnConfig", "TurnConfigDenial",
     "TurnContext", "TurnPatch", "TurnSnapshot", "Usage", "UsageSnapshot", "configure_logging", "default_context_overflow_classifier",
-    "load_manifest", "manifest_json_schema", "open_store", "own_label", "parse_manifest", "plan_launch",
+    "load_manifest", "manifest_json_schema", "open_store", "own_label", "parse_manifest", "plan_launch", "preload",
     "register_scripted_model", "run_conformance", "sandbox_capabilities", "sanitize_name", "terminal_safe", "tool",
 ]
 

@@ -16,6 +16,8 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -213,13 +215,22 @@ class Agent:
 
     async def _start(self) -> None:
         from .._logging import apply_env_format
-        from ._scripted_model import register_scripted_model
 
         apply_env_format()  # HOOKWIRE_LOG_FORMAT=json for an app that configured no logging (host/_logging.py)
+        cold = "litellm" not in sys.modules
+        waited = _other_tasks() if cold else 0
+        t0 = time.perf_counter()
+        from ._scripted_model import register_scripted_model  # imports litellm, unless the app or preload() did
+
+        register_scripted_model()
+        if cold:  # a warning when something on the loop had to wait for it (host/turn/_preload.py)
+            logger.log(logging.WARNING if waited else logging.INFO,
+                       "importing litellm held the event loop for %.1f s at this process's first Agent start (%d other "
+                       "task%s waited); call host.preload() at start-up, before the loop serves, to do it (and set up "
+                       "the first model call) beforehand", time.perf_counter() - t0, waited, "" if waited == 1 else "s")
         from ._store import SessionStore
         from ._store_backends import is_store, open_store
 
-        register_scripted_model()
         if is_store(self._store_spec):
             raw, self._owns_store = self._store_spec, False
         else:
@@ -558,6 +569,12 @@ def is_noop_hook(agent: Agent, name: str) -> bool:
 def noop_hooks(agent: Agent) -> frozenset[str]:
     """The names of `agent`'s turn hooks that are Agent's own no-ops (checked once per turn, not per event)."""
     return frozenset(name for name in _NOOP_HOOKS if is_noop_hook(agent, name))
+
+
+def _other_tasks() -> int:
+    """How many other unfinished tasks the running loop has (what a blocking step on it makes wait)."""
+    me = asyncio.current_task()
+    return sum(1 for task in asyncio.all_tasks() if task is not me and not task.done())
 
 
 __all__ = ["Agent", "default_context_overflow_classifier"]

@@ -15,6 +15,7 @@ from litellm.litellm_core_utils import streaming_handler
 
 from host import SCRIPTED_MODEL, register_scripted_model
 from host.turn import _litellm_stream_end as stream_end
+from host.turn import _litellm_work
 from host.turn._litellm_work import install, quiet_context, quiet_flag
 
 SCRIPT = '/tool lookup {"key": "a"}\n/next\ndone'
@@ -78,6 +79,8 @@ async def test_a_configured_cache_keeps_litellms_own_end(monkeypatch: pytest.Mon
     install()
     from litellm.caching.caching import Cache
 
+    for name in _litellm_work._CALLBACK_LISTS:  # Cache() adds "cache" to litellm's callback lists: undone after
+        monkeypatch.setattr(litellm, name, list(getattr(litellm, name)))
     monkeypatch.setattr(litellm, "cache", Cache(type="local"))  # in memory (it registers litellm callbacks too)
     spy = BuildSpy(monkeypatch)
     await read(quiet=True, forced=True)

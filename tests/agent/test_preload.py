@@ -21,7 +21,7 @@ import pytest
 from litellm.integrations.custom_logger import CustomLogger
 
 from host import preload
-from host.turn import _preload, _scripted_model
+from host.turn import _litellm_work, _preload, _scripted_model
 
 #: A host app whose loop runs another task beside the agent (as a server's does), one two-step turn with a host
 #: tool, and what it saw: the modules first imported from the Agent start to the turn's end.
@@ -104,6 +104,9 @@ def test_a_warm_up_call_that_fails_is_logged_and_preload_still_returns(monkeypat
                                                                         caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(_preload, "_warmed", False)
     monkeypatch.setitem(_preload._WARM_REQUEST, "messages", [{"role": "user", "content": "/error rate_limit"}])
+    monkeypatch.setattr(logging.getLogger("hookwire"), "propagate", True)  # whatever an earlier test configured
+    for name in _litellm_work._CALLBACK_LISTS:  # no litellm callback left registered by an earlier test's calls
+        monkeypatch.setattr(litellm, name, [])
     with caplog.at_level(logging.WARNING, logger="hookwire"):
         report = preload()
     assert report.warmed is False

@@ -1,7 +1,7 @@
 """A host app's first session, in a fresh process: how long its event loop is held while the first Agent starts and
 runs its first turn, with and without `host.preload()` at start-up (host/turn/_preload.py), alternated (ABAB).
 
-Each sample is a fresh interpreter running `_APP`: a 2 ms timer ticks on the loop (any other task of the app: a
+Each sample is a fresh interpreter running bench/first_session_app.py: a 2 ms timer ticks on the loop (any other task of the app: a
 server's connections), then an Agent starts and runs one 2-step turn with a host tool on the embedded model. The
 figure is how late that timer fired at most, from the Agent start to the turn's end.
 
@@ -21,65 +21,28 @@ import asyncio
 import json
 import os
 import sys
-import textwrap
 from typing import Any
 
-from ._common import REPO_ROOT, Config, Section, abab, median, rnd
+from ._common import BENCH_DIR, REPO_ROOT, Config, Section, abab, median, rnd
 
 NAME = "first_turn"
 
-_APP = textwrap.dedent("""
-    import asyncio, json, sys, time
-    import host
-    from host import Agent, tool
-
-    @tool(description="Upper-cases a key", parameters={"type": "object", "properties": {"key": {"type": "string"}}})
-    def lookup(args):
-        return args["key"].upper()
-
-    class App(Agent):
-        def get_tools(self):
-            return {"lookup": lookup}
-
-    async def main(report):
-        loop = asyncio.get_running_loop()
-        lags = []
-
-        async def ticker():
-            while True:
-                t0 = loop.time()
-                await asyncio.sleep(0.002)
-                lags.append(max(0.0, loop.time() - t0 - 0.002))
-
-        tick = asyncio.create_task(ticker())
-        await asyncio.sleep(0.05)
-        lags.clear()
-        t0 = time.perf_counter()
-        async with App(session_id="first") as agent:
-            t1 = time.perf_counter()
-            result = await agent.chat('/tool lookup {"key": "a"}\\n/next\\ndone')
-            t2 = time.perf_counter()
-        await asyncio.sleep(0.005)  # the ticker's timer that was due during the turn's last step has fired
-        tick.cancel()
-        if result.status != "completed":
-            raise SystemExit(f"first turn ended {result.status}: {result.error}")
-        print(json.dumps({"lag_max_ms": max(lags) * 1000, "start_ms": (t1 - t0) * 1000,
-                          "turn_ms": (t2 - t1) * 1000, "preload": report}))
-
-    report = host.preload().model_dump() if sys.argv[1] == "preload" else None
-    asyncio.run(main(report))
-""")
+#: the app, run as a fresh process per sample
+APP = str(BENCH_DIR / "first_session_app.py")
 
 
 async def _sample(mode: str) -> dict[str, Any]:
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", _APP, mode, cwd=str(REPO_ROOT), env=env,
+    proc = await asyncio.create_subprocess_exec(sys.executable, APP, mode, cwd=str(REPO_ROOT), env=env,
                                                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
     if proc.returncode != 0:
         raise RuntimeError(f"first-turn app ({mode}) exited {proc.returncode}: {err.decode(errors='replace')[-500:]}")
-    return json.loads(out.decode().strip().splitlines()[-1])  # type: ignore[no-any-return]
+    sample: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    if sample["status"] != "completed":
+        raise RuntimeError(f"first-turn app ({mode}): the turn ended {sample['status']}: {sample['error']}")
+    return sample
 
 
 async def run(cfg: Config) -> Section:

@@ -3,7 +3,7 @@
 `import host` stays cheap: litellm (~3 s to import) is imported when it is first needed, at the first Agent start,
 and its first model call then imports ~85 modules more (provider tables, the streaming handler's helpers: ~0.4 s).
 Both would run on the event loop, in the middle of a host app that already serves other sessions: measured, the
-first Agent start held the loop for 3.1 s and the first turn for another 80 ms (bench/first_turn.py).
+first Agent start held the loop for 2.6–3.1 s and the first turn for another ~80 ms (bench/first_turn.py).
 
 `preload()` does that work up front, in the calling thread: it imports litellm, registers the embedded model,
 installs the quiet switches of host/turn/_litellm_work.py, and makes one streamed call with a tool call on the

@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +23,8 @@ from host import preload
 from host.turn import _litellm_work, _preload, _scripted_model
 
 #: A host app whose loop runs another task beside the agent (as a server's does), one two-step turn with a host
-#: tool, and what it saw: the modules first imported from the Agent start to the turn's end.
-APP = textwrap.dedent("""
-    import asyncio, json, sys
-    import host
-    from host import Agent, tool
-
-    @tool(description="Upper-cases a key", parameters={"type": "object", "properties": {"key": {"type": "string"}}})
-    def lookup(args):
-        return args["key"].upper()
-
-    class App(Agent):
-        def get_tools(self):
-            return {"lookup": lookup}
-
-    async def main():
-        other = asyncio.create_task(asyncio.sleep(3600))  # the rest of the app, waiting on the same loop
-        before = set(sys.modules)
-        async with App(session_id="s1") as agent:
-            result = await agent.chat('/tool lookup {"key": "a"}\\n/next\\ndone')
-        other.cancel()
-        return {"status": result.status, "text": result.message["parts"][-1]["text"],
-                "imported": sorted(set(sys.modules) - before)}
-
-    report = host.preload() if sys.argv[1] == "preload" else None
-    out = asyncio.run(main())
-    print(json.dumps({"report": report.model_dump() if report else None, **out}))
-""")
+#: tool; it prints what it saw, among it the modules first imported from the Agent start to the turn's end
+APP = Path(__file__).resolve().parents[2] / "bench" / "first_session_app.py"
 
 WARNING = re.compile(
     r"importing litellm held the event loop for \d+\.\d s at this process's first Agent start \(1 other task "
@@ -59,7 +33,7 @@ WARNING = re.compile(
 
 
 def _run_app(tmp_path: Path, mode: str) -> tuple[dict[str, Any], str]:
-    proc = subprocess.run([sys.executable, "-c", APP, mode], capture_output=True, text=True, timeout=120,
+    proc = subprocess.run([sys.executable, str(APP), mode], capture_output=True, text=True, timeout=120,
                           cwd=tmp_path, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), proc.stderr
@@ -67,7 +41,7 @@ def _run_app(tmp_path: Path, mode: str) -> tuple[dict[str, Any], str]:
 
 def test_after_preload_the_first_agent_start_and_turn_import_nothing(tmp_path: Path) -> None:
     out, stderr = _run_app(tmp_path, "preload")
-    report = out["report"]
+    report = out["preload"]
     assert (report["imported"], report["warmed"]) == (True, True)
     assert report["import_s"] > 0 and report["warm_s"] > 0
     assert (out["status"], out["text"]) == ("completed", "echo: done")

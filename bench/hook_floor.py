@@ -8,7 +8,8 @@ call (dispatch, conversion, trace, the sender and reader tasks, the extension's 
 alternate in many short rounds (ABAB) in the same run; p50s are medians over rounds, each spread the min..max over
 rounds. Beside them, the CPU per call of each side over all rounds (extras): the host process (`time.process_time`, its
 gRPC threads included) and the answering process (the extension, or the floor's server; its threads' schedstat) — steadier
-than the wall-clock figures on a loaded machine. Extra `hook_bridge_on_stream_ratio`: the same hook on an extension
+than the wall-clock figures on a loaded machine — and `hook_vs_stream_floor_cpu_ratio`, both processes' CPU per call of
+the hook over the floor's. Extra `hook_bridge_on_stream_ratio`: the same hook on an extension
 granted a bridge call (so the host offers the HostBridge on its Connect stream) over the plain one, adjacent blocks.
 
     .venv/bin/python -m bench --only hook_floor        (or: .venv/bin/python bench/hook_floor.py [--quick])
@@ -144,6 +145,8 @@ async def run(cfg: Config) -> Section:
         # CPU per call over all rounds: (host process, answering process), µs
         "floor_cpu_us_per_call_host_server": [rnd(v, 1) for v in floor_cpu.per_call_us()],
         "hook_cpu_us_per_call_host_extension": [rnd(v, 1) for v in hook_cpu.per_call_us()],
+        # both processes' CPU per call, hook over floor: steadier than the wall ratio on a shared machine
+        "hook_vs_stream_floor_cpu_ratio": rnd(sum(hook_cpu.per_call_us()) / sum(floor_cpu.per_call_us()), 3),
         # awaited hook p50 with the HostBridge offered on the stream / without (adjacent blocks, median over rounds)
         "hook_bridge_on_stream_ratio": rnd(median([pct(g, 0.5) / pct(p, 0.5)
                                                    for p, g in zip(plain_rounds, bridged_rounds)]), 3),

@@ -17,6 +17,11 @@ of 8. Measured so, four runs gave 1.236-1.243, where 6 rounds of 8 and the ratio
 threads, the success logging that runs after the stream included), with the host's switches; its `_defaults` twin
 is the same call with litellm's defaults (the figure before the switches).
 
+Extras `litellm_ms_inside_turn` / `litellm_ms_inside_bare_calls` / `turn_ms_outside_litellm`: per turn, the time
+spent inside litellm (`acompletion` and the stream's `__anext__`, timed by wrappers on both sides, interleaved turn by
+turn) during the turn and during its bare calls, and the turn's wall time outside it: the split of the turn's excess
+over its floor between the host's own work and litellm running slower inside the turn.
+
 Extra `litellm_turn_host_cpu_ms` (with its `_min_max` over rounds): the host's own work alone — the same turn with
 `litellm.acompletion` answering each of its three calls by replaying the chunks recorded from the real call (no
 litellm work at all), CPU of the whole process per turn. On a shared machine it moves far less than the ratio, whose
@@ -167,6 +172,52 @@ async def host_only_turns(calls: list[dict[str, Any]], rounds: int, per_round: i
         litellm.acompletion = real  # type: ignore[assignment]
 
 
+async def litellm_split(calls: list[dict[str, Any]], rounds: int, per_round: int) -> tuple[list[float], list[float],
+                                                                                      list[float]]:
+    """Per turn, in interleaved batches: (ms inside litellm during the turn, ms inside litellm in the bare calls,
+    the turn's wall ms). "Inside litellm": `litellm.acompletion` and the stream's `__anext__`, timed by wrappers
+    installed for this phase only (the same wrappers on both sides)."""
+    from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+
+    spent = [0.0]
+    real_acompletion, real_anext = litellm.acompletion, CustomStreamWrapper.__anext__
+
+    async def acompletion(**kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return await real_acompletion(**kwargs)
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    async def anext_(self: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return await real_anext(self)
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    inside_turn: list[float] = []
+    inside_bare: list[float] = []
+    turn_wall: list[float] = []
+    litellm.acompletion = acompletion  # type: ignore[assignment]
+    CustomStreamWrapper.__anext__ = anext_  # type: ignore[method-assign]
+    try:
+        for _ in range(rounds):
+            with gc_paused():
+                for _ in range(per_round):
+                    spent[0] = 0.0
+                    await bare_calls(calls, True)
+                    inside_bare.append(spent[0] * 1000)
+                    spent[0] = 0.0
+                    wall, _cpu = await _turn(None)
+                    inside_turn.append(spent[0] * 1000)
+                    turn_wall.append(wall * 1000)
+    finally:
+        litellm.acompletion = real_acompletion  # type: ignore[assignment]
+        CustomStreamWrapper.__anext__ = real_anext  # type: ignore[method-assign]
+    return inside_turn, inside_bare, turn_wall
+
+
 async def run(cfg: Config) -> Section:
     calls = await record_turn()
     n_calls = len(calls)
@@ -221,6 +272,11 @@ async def run(cfg: Config) -> Section:
         "litellm_turn_cpu_ms_0ext": rnd(med(turn, 1) * 1000, 2),
         "litellm_floor_cpu_ms_3_calls": rnd(med(floor, 1) * 1000, 2),
     }
+    # where the turn's time over its floor goes: inside litellm (slower inside the turn than bare?) or outside it
+    inside_turn, inside_bare, walls = await litellm_split(calls, cfg.n(10, 1), cfg.n(6, 2))
+    out.extra["litellm_ms_inside_turn"] = rnd(median(inside_turn), 2)
+    out.extra["litellm_ms_inside_bare_calls"] = rnd(median(inside_bare), 2)
+    out.extra["turn_ms_outside_litellm"] = rnd(median([w - i for w, i in zip(walls, inside_turn)]), 2)
     host = await host_only_turns(calls, max(2, cfg.ab_rounds), cfg.n(40, 5))
     out.extra["litellm_turn_host_cpu_ms"] = rnd(median(host), 3)
     out.extra["litellm_turn_host_cpu_ms_min_max"] = [rnd(min(host), 3), rnd(max(host), 3)]

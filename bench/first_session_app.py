@@ -16,10 +16,14 @@ import asyncio
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-import host
-from host import Agent, tool
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repository's `bench` package
+
+import host  # noqa: E402
+from bench._common import timer_lateness  # noqa: E402
+from host import Agent, tool  # noqa: E402
 
 
 @tool(description="Upper-cases a key", parameters={"type": "object", "properties": {"key": {"type": "string"}}})
@@ -33,27 +37,17 @@ class App(Agent):
 
 
 async def main(report: dict[str, Any] | None) -> None:
-    loop = asyncio.get_running_loop()
-    lags: list[float] = []
-
-    async def ticker() -> None:
-        while True:
-            t0 = loop.time()
-            await asyncio.sleep(0.002)
-            lags.append(max(0.0, loop.time() - t0 - 0.002))
-
-    tick = asyncio.create_task(ticker())
-    await asyncio.sleep(0.05)
-    lags.clear()
-    before = set(sys.modules)
-    t0 = time.perf_counter()
-    async with App(session_id="first") as agent:
-        t1 = time.perf_counter()
-        result = await agent.chat('/tool lookup {"key": "a"}\n/next\ndone')
-        t2 = time.perf_counter()
-    imported = sorted(set(sys.modules) - before)
-    await asyncio.sleep(0.005)  # the timer that was due during the turn's last step has fired
-    tick.cancel()
+    async with timer_lateness(0.002) as lags:
+        await asyncio.sleep(0.05)
+        lags.clear()
+        before = set(sys.modules)
+        t0 = time.perf_counter()
+        async with App(session_id="first") as agent:
+            t1 = time.perf_counter()
+            result = await agent.chat('/tool lookup {"key": "a"}\n/next\ndone')
+            t2 = time.perf_counter()
+        imported = sorted(set(sys.modules) - before)
+        await asyncio.sleep(0.005)  # the timer that was due during the turn's last step has fired
     text = result.message["parts"][-1].get("text") if result.message else None
     print(json.dumps({"lag_max_ms": max(lags) * 1000, "start_ms": (t1 - t0) * 1000, "turn_ms": (t2 - t1) * 1000,
                       "status": result.status, "error": result.error, "text": text, "imported": imported,
